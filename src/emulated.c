@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emulated.c - the UMCG ABI in user space, on futexes.
+ *
+ * Sections 4-8 of the ABI are implemented here on the very struct umcg_task
+ * the kernel would use: the same states, the same compare-and-swap
+ * transitions, the same pushes on the runnable list, the same errors in the
+ * same order. What the kernel gets from the scheduler, this file builds from
+ * three pieces:
+ *
+ * 1. Sleeping and waking. A task sleeps in wait_running() with a futex on
+ *    its own `state` word, until (state & MASK) == RUNNING. Whoever makes it
+ *    RUNNING does so with a CAS on that word and then FUTEX_WAKEs it. The
+ *    futex compares the word it sleeps on, so a CAS that lands between the
+ *    sleeper's load and its FUTEX_WAIT makes the wait return at once: no
+ *    wakeup is lost. The woken task's acquire load of `state` pairs with the
+ *    waker's seq_cst CAS, so it sees what the waker wrote before.
+ *
+ * 2. The lost-wakeup window of a server. A server stores
+ *    RUNNABLE|TF_COND_WAIT, takes its list (seq_cst xchg), and calls
+ *    umcg_wait(), whose first transition is a CAS RUNNABLE -> RUNNABLE. A
+ *    worker pushes itself (seq_cst CAS on the list head) and then CASes
+ *    the server RUNNABLE -> RUNNING. All four are seq_cst, so either the
+ *    server's take sees the push, or the worker's CAS sees RUNNABLE and
+ *    makes the server RUNNING, in which case the server's transition fails
+ *    and umcg_wait() returns -EAGAIN. Never both misses.
+ *
+ * 3. Return to user and kicks. The kernel checks a task's state on every
+ *    return to user space; the emulation does it on the way out of each of
+ *    its own calls (return_to_user()) and in the handler of the kick
+ *    signal. `in_lib` says "this thread is inside the library and will run
+ *    return_to_user() before leaving". umcg_kick() reads it: if set, a
+ *    futex wake is enough (the target re-reads its state); if clear, and
+ *    the target's state asks for action, it sends the kick signal.
+ *    The race that matters is a kick whose TF_PREEMPT CAS lands while the
+ *    target is leaving the library: the target clears `in_lib` and then
+ *    reads its state; the kicker sets TF_PREEMPT and then reads `in_lib`.
+ *    All four accesses are seq_cst (a Dekker pair), so the target sees the
+ *    flag or the kicker sees in_lib == 0 and signals. A handler that finds
+ *    `in_lib` set does nothing: the library code it interrupted will run
+ *    return_to_user() itself.
+ *
+ * Blocking: the emulation cannot see a worker fall asleep in the kernel, so
+ * umcg_block_begin()/umcg_block_end() say so. While `in_block` is set the
+ * worker is BLOCKED and "in the kernel": kicks leave it alone, and
+ * return_to_user() runs at umcg_block_end().
+ *
+ * Affinity: a worker takes its server's CPU set when it registers and
+ * whenever its server_tid changes, so a handoff between a server and its
+ * worker is a same-CPU wake-up.
+ *
+ * Everything here that can run in the kick handler (return_to_user() and
+ * what it calls) is async-signal-safe: atomics, futex, clock_gettime,
+ * sched_setaffinity, and thread-local data of the initial-exec model.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "atomics.h"
+#include "internal.h"
+#include "registry.h"
+#include "syscall.h"
+
+#define KICK_SIGNAL (SIGRTMAX - 1)
+
+static __thread struct umcg__etask *self_task __attribute__((tls_model("initial-exec")));
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_err;
+static pthread_key_t exit_key;
+static struct sigaction prev_action;
+
+/* ---- state transitions ------------------------------------------------ */
+
+static uint64_t now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * xition() - CAS @t from state @from to state @to, as the kernel does: only
+ * if (state & MASK) == @from; the user bits 16-31 are kept and TF_PREEMPT /
+ * TF_COND_WAIT are cleared. seq_cst: see 2. and 3. in the header comment.
+ */
+static bool xition(struct umcg_task *t, uint32_t from, uint32_t to)
+{
+	uint32_t old = umcg__load(&t->state, umcg__relaxed);
+	uint32_t val;
+
+	do {
+		if ((old & UMCG_TASK_MASK) != from)
+			return false;
+		val = (old & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) | to;
+	} while (!umcg__cas(&t->state, &old, val, umcg__seq_cst));
+	return true;
+}
+
+/* Push @w on @server's runnable list, the way the kernel does. */
+static void push(struct umcg_task *server, struct umcg_task *w)
+{
+	uint64_t head = umcg__load(&server->runnable_workers_ptr, umcg__relaxed);
+
+	do {
+		umcg__store(&w->runnable_workers_ptr, head, umcg__relaxed);
+		/* seq_cst: the server's take must see this push or the wake
+		 * that follows must see the server RUNNABLE (2. above); it
+		 * also releases runnable_ts and the next pointer to the
+		 * server's xchg in umcg_runnable_take(). */
+	} while (!umcg__cas(&server->runnable_workers_ptr, &head, (uint64_t)(uintptr_t)w,
+			    umcg__seq_cst));
+}
+
+/* Wake a task: RUNNABLE -> RUNNING, then wake its thread. */
+static int wake_task(struct umcg_task *t)
+{
+	if (!xition(t, UMCG_TASK_RUNNABLE, UMCG_TASK_RUNNING))
+		return -EAGAIN;
+	umcg__futex_wake(&t->state);
+	return 0;
+}
+
+/* Waking a server that is not RUNNABLE is fine: it is awake already. */
+static void wake_server(struct umcg__etask *srv)
+{
+	wake_task(srv->ut);
+}
+
+/*
+ * wait_running() - sleep until our state is RUNNING, or @deadline (ns, in
+ * our registration clock; 0 = none) passes. Signal handlers may run; the
+ * wait and its deadline survive them.
+ */
+static int wait_running(struct umcg__etask *e, uint64_t deadline)
+{
+	struct umcg_task *ut = e->ut;
+	struct timespec ts, *tsp = NULL;
+	int realtime = 0;
+	uint32_t s;
+
+	for (;;) {
+		/* Pairs with the seq_cst CAS of whoever made us RUNNING. */
+		s = umcg__load(&ut->state, umcg__acquire);
+		if ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING)
+			return 0;
+		if (deadline) {
+			uint64_t now = now_ns(e->clock), abs;
+
+			if (now >= deadline)
+				return -ETIMEDOUT;
+			if (e->clock == CLOCK_REALTIME || e->clock == CLOCK_MONOTONIC) {
+				realtime = e->clock == CLOCK_REALTIME;
+				abs = deadline;
+			} else {
+				/* BOOTTIME and TAI: the same span on MONOTONIC,
+				 * re-derived after every wake-up. */
+				abs = now_ns(CLOCK_MONOTONIC) + (deadline - now);
+			}
+			ts.tv_sec = (time_t)(abs / 1000000000ull);
+			ts.tv_nsec = (long)(abs % 1000000000ull);
+			tsp = &ts;
+		}
+		umcg__futex_wait(&ut->state, s, tsp, realtime);
+	}
+}
+
+/* Sync a worker's CPU set with its server's (see the header comment). */
+static void follow_server(struct umcg__etask *e, struct umcg__etask *srv)
+{
+	if (e->synced_server == srv)
+		return;
+	if (srv->have_affinity)
+		umcg__syscall6(SYS_sched_setaffinity, 0, sizeof(srv->affinity),
+			       (long)&srv->affinity, 0, 0, 0);
+	e->synced_server = srv;
+}
+
+/* A worker becomes RUNNABLE and tells its server. */
+static void enqueue_self(struct umcg__etask *e, struct umcg__etask *srv)
+{
+	umcg__store(&e->ut->runnable_ts, now_ns(e->clock), umcg__relaxed);
+	follow_server(e, srv);
+	push(srv->ut, e->ut);
+}
+
+/* The server a worker names, if it is a registered server. */
+static struct umcg__etask *server_of(struct umcg__etask *e)
+{
+	pid_t tid = (pid_t)umcg__load(&e->ut->server_tid, umcg__relaxed);
+	struct umcg__etask *srv = umcg__registry_lookup(tid);
+
+	return (srv && !srv->worker) ? srv : NULL;
+}
+
+/*
+ * return_to_user() - what the kernel does before it returns to user space.
+ *
+ * Called with in_lib set. A worker in RUNNING|TF_PREEMPT is preempted: it
+ * becomes RUNNABLE, is pushed, wakes its server and waits to be run. A task
+ * whose state is not RUNNING waits until it is, unless it is
+ * RUNNABLE|TF_COND_WAIT. Clears in_lib on the way out, then looks at the
+ * state once more (3. in the header comment).
+ */
+static void return_to_user(struct umcg__etask *e)
+{
+	struct umcg_task *ut = e->ut;
+	struct umcg__etask *srv;
+	uint32_t s;
+
+	for (;;) {
+		umcg__store(&e->in_lib, 0, umcg__seq_cst);
+		s = umcg__load(&ut->state, umcg__seq_cst);
+		if (e->worker && (s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING &&
+		    (s & UMCG_TF_PREEMPT)) {
+			umcg__store(&e->in_lib, 1, umcg__seq_cst);
+			srv = server_of(e);
+			if (!srv) {
+				/* No server to go back to: drop the request. */
+				umcg__cas(&ut->state, &s, s & ~UMCG_TF_PREEMPT, umcg__seq_cst);
+				continue;
+			}
+			if (xition(ut, UMCG_TASK_RUNNING, UMCG_TASK_RUNNABLE)) {
+				enqueue_self(e, srv);
+				wake_server(srv);
+				wait_running(e, 0);
+			}
+			continue;
+		}
+		if ((s & UMCG_TASK_MASK) != UMCG_TASK_RUNNING &&
+		    !((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNABLE && (s & UMCG_TF_COND_WAIT))) {
+			umcg__store(&e->in_lib, 1, umcg__seq_cst);
+			wait_running(e, 0);
+			continue;
+		}
+		return;
+	}
+}
+
+/* ---- process-wide set-up ----------------------------------------------- */
+
+static void unregister_self(void)
+{
+	struct umcg__etask *e = self_task;
+
+	umcg__registry_remove(e);
+	self_task = NULL;
+	pthread_setspecific(exit_key, NULL);
+	umcg__etask_free(e);
+}
+
+/* A registered thread that exits is unregistered, as the kernel does. */
+static void on_thread_exit(void *arg)
+{
+	(void)arg;
+	if (self_task)
+		unregister_self();
+}
+
+static void kick_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	struct umcg__etask *e = self_task;
+
+	if (e && si->si_code == SI_TKILL && si->si_pid == getpid() &&
+	    umcg__xchg(&e->kick_pending, 0, umcg__acquire)) {
+		/* in_lib set: the interrupted library call will run
+		 * return_to_user() itself. in_block set: the worker is
+		 * "in the kernel"; umcg_block_end() runs it. */
+		if (!umcg__load(&e->in_lib, umcg__seq_cst) &&
+		    !umcg__load(&e->in_block, umcg__relaxed)) {
+			umcg__store(&e->in_lib, 1, umcg__seq_cst);
+			return_to_user(e);
+		}
+	} else if (prev_action.sa_flags & SA_SIGINFO) {
+		if (prev_action.sa_sigaction)
+			prev_action.sa_sigaction(sig, si, uc);
+	} else if (prev_action.sa_handler != SIG_DFL && prev_action.sa_handler != SIG_IGN) {
+		prev_action.sa_handler(sig);
+	}
+	errno = saved;
+}
+
+static void fork_prepare(void)
+{
+	umcg__registry_lock();
+}
+
+static void fork_parent(void)
+{
+	umcg__registry_unlock();
+}
+
+/* The child of fork() is not registered, and neither is anyone else. */
+static void fork_child(void)
+{
+	umcg__registry_unlock();
+	umcg__registry_forget_all();
+	self_task = NULL;
+	pthread_setspecific(exit_key, NULL);
+}
+
+static void init_process(void)
+{
+	struct sigaction sa;
+	int saved = errno;
+
+	if (pthread_key_create(&exit_key, on_thread_exit)) {
+		init_err = -EAGAIN;
+		goto out;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = kick_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(KICK_SIGNAL, &sa, &prev_action)) {
+		init_err = -errno;
+		goto out;
+	}
+	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
+		init_err = -ENOMEM;
+out:
+	errno = saved;
+}
+
+/* ---- umcg_ctl ---------------------------------------------------------- */
+
+/* Check 7: @t must be readable (and, since we CAS on it, writable). */
+static int check_access(struct umcg_task *t)
+{
+	unsigned char buf[sizeof(*t)];
+	struct iovec local = { buf, sizeof(buf) };
+	struct iovec remote = { t, sizeof(*t) };
+	long r;
+
+	r = umcg__syscall6(SYS_process_vm_readv, getpid(), (long)&local, 1, (long)&remote, 1, 0);
+	if (r == -EFAULT)
+		return -EFAULT;
+	if (r != (long)sizeof(buf))
+		return 0; /* process_vm_readv not allowed here: assume readable */
+	/* Writing back the bytes just read changes nothing: the block belongs
+	 * to the calling thread, which is busy registering. */
+	r = umcg__syscall6(SYS_process_vm_writev, getpid(), (long)&local, 1, (long)&remote, 1, 0);
+	return r == -EFAULT ? -EFAULT : 0;
+}
+
+static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
+{
+	bool worker = flags & UMCG_CTL_WORKER;
+	pid_t tid = umcg__gettid();
+	struct umcg__etask *e, *srv = NULL;
+	int ret;
+
+	/* 6 */
+	if (self_task || !self)
+		return -EINVAL;
+	/* 7 */
+	ret = check_access(self);
+	if (ret)
+		return ret;
+	/* 8 */
+	if (self->next_tid || self->__hole[0] || self->__zero[0] || self->__zero[1] ||
+	    self->__zero[2])
+		return -EINVAL;
+	/* 9 */
+	if (worker) {
+		srv = umcg__registry_lookup((pid_t)self->server_tid);
+		if (!srv || srv->worker)
+			return -ESRCH;
+	} else if ((pid_t)self->server_tid != tid) {
+		return -ESRCH;
+	}
+	/* 10 */
+	if (umcg__load(&self->state, umcg__relaxed) !=
+	    (worker ? UMCG_TASK_BLOCKED : UMCG_TASK_RUNNING))
+		return -EINVAL;
+
+	pthread_once(&init_once, init_process);
+	if (init_err)
+		return init_err;
+	e = umcg__etask_alloc();
+	if (!e)
+		return -ENOMEM;
+	e->ut = self;
+	e->worker = worker;
+	e->clock = clock;
+	if (!worker)
+		e->have_affinity = umcg__syscall6(SYS_sched_getaffinity, 0, sizeof(e->affinity),
+						  (long)&e->affinity, 0, 0, 0) > 0;
+	umcg__store(&e->tid, tid, umcg__relaxed);
+	umcg__store(&e->in_lib, 1, umcg__seq_cst);
+	ret = umcg__registry_insert(e);
+	if (ret) {
+		umcg__etask_free(e);
+		return ret;
+	}
+	self_task = e;
+	pthread_setspecific(exit_key, e);
+	if (!worker) {
+		umcg__store(&e->in_lib, 0, umcg__seq_cst);
+		return 0;
+	}
+	/* A worker: BLOCKED -> RUNNABLE, push, wake the server, wait to run. */
+	xition(self, UMCG_TASK_BLOCKED, UMCG_TASK_RUNNABLE);
+	enqueue_self(e, srv);
+	wake_server(srv);
+	return_to_user(e);
+	return 0;
+}
+
+static int e_ctl(uint32_t flags, struct umcg_task *self, clockid_t which_clock)
+{
+	/* 1 */
+	if ((uintptr_t)self & (UMCG_TASK_ALIGN - 1))
+		return -EINVAL;
+	/* 2 */
+	if (flags & ~(UMCG_CTL_REGISTER | UMCG_CTL_UNREGISTER | UMCG_CTL_WORKER))
+		return -EINVAL;
+	/* 3 */
+	if (flags == UMCG_CTL_UNREGISTER) {
+		if (self || !self_task)
+			return -EINVAL;
+		unregister_self();
+		return 0;
+	}
+	/* 4 */
+	if (!(flags & UMCG_CTL_REGISTER))
+		return -EINVAL;
+	/* 5 */
+	if (!umcg__clock_valid(which_clock))
+		return -EINVAL;
+	return e_register(flags, self, which_clock);
+}
+
+/* ---- umcg_wait ----------------------------------------------------------- */
+
+static int e_wait(uint32_t flags, uint64_t abs_timeout)
+{
+	struct umcg__etask *e = self_task, *srv = NULL, *next = NULL;
+	struct umcg_task *ut;
+	pid_t next_tid;
+	int ret = 0;
+
+	/* 1 */
+	if (!e || flags)
+		return -EINVAL;
+	/* 2 */
+	if (e->worker && abs_timeout)
+		return -ERANGE;
+	ut = e->ut;
+	umcg__store(&e->in_lib, 1, umcg__seq_cst);
+	/* 3 */
+	if (e->worker) {
+		srv = server_of(e);
+		if (!srv) {
+			ret = -ESRCH;
+			goto out;
+		}
+	}
+	next_tid = (pid_t)umcg__load(&ut->next_tid, umcg__relaxed);
+	if (next_tid) {
+		next = umcg__registry_lookup(next_tid);
+		if (!next) {
+			ret = -ESRCH;
+			goto out;
+		}
+	}
+	/* 4: RUNNABLE -> RUNNABLE clears TF_COND_WAIT; failure means
+	 * something made us RUNNING since we last looked. */
+	if (!xition(ut, UMCG_TASK_RUNNABLE, UMCG_TASK_RUNNABLE)) {
+		ret = -EAGAIN;
+		goto out;
+	}
+	if (e->worker) {
+		/* 5 */
+		enqueue_self(e, srv);
+		if (next && !wake_task(next->ut)) {
+			umcg__store(&ut->next_tid, 0, umcg__relaxed);
+		} else {
+			if (next)
+				ret = -EAGAIN; /* next not RUNNABLE: fall back */
+			wake_server(srv);
+		}
+	} else if (next) {
+		/* 6, 7 */
+		if (wake_task(next->ut)) {
+			xition(ut, UMCG_TASK_RUNNABLE, UMCG_TASK_RUNNING);
+			ret = -EAGAIN;
+			goto out;
+		}
+		umcg__store(&ut->next_tid, 0, umcg__relaxed);
+	}
+	/* 8 */
+	if (wait_running(e, abs_timeout) == -ETIMEDOUT) {
+		/* Only a server has a deadline. If someone set us RUNNING
+		 * meanwhile, that wake-up wins over the timeout. */
+		if (xition(ut, UMCG_TASK_RUNNABLE, UMCG_TASK_RUNNING))
+			ret = -ETIMEDOUT;
+	}
+out:
+	return_to_user(e);
+	return ret;
+}
+
+/* ---- umcg_kick ----------------------------------------------------------- */
+
+/* Would return_to_user() do anything for a task in state @s? */
+static bool kick_acts(const struct umcg__etask *t, uint32_t s)
+{
+	uint32_t st = s & UMCG_TASK_MASK;
+
+	if (st == UMCG_TASK_RUNNING)
+		return t->worker && (s & UMCG_TF_PREEMPT);
+	return !(st == UMCG_TASK_RUNNABLE && (s & UMCG_TF_COND_WAIT));
+}
+
+static int e_kick(uint32_t flags, pid_t tid)
+{
+	struct umcg__etask *t = umcg__registry_lookup(tid);
+	uint32_t s;
+
+	if (!t)
+		return -ESRCH;
+	if (flags)
+		return -EINVAL;
+	/* Dekker with return_to_user(): see 3. in the header comment. */
+	if (umcg__load(&t->in_lib, umcg__seq_cst)) {
+		umcg__futex_wake(&t->ut->state);
+		return 0;
+	}
+	if (umcg__load(&t->in_block, umcg__seq_cst))
+		return 0;
+	s = umcg__load(&t->ut->state, umcg__seq_cst);
+	if (!kick_acts(t, s))
+		return 0;
+	/* Pairs with the acquire xchg in kick_handler(). */
+	umcg__store(&t->kick_pending, 1, umcg__release);
+	return (int)umcg__syscall6(SYS_tgkill, getpid(), tid, KICK_SIGNAL, 0, 0, 0) < 0 ? -ESRCH
+										     : 0;
+}
+
+/* ---- blocking hooks ----------------------------------------------------- */
+
+static int e_block_begin(void)
+{
+	struct umcg__etask *e = self_task, *srv, *next;
+	struct umcg_task *ut;
+	pid_t next_tid;
+
+	if (!e || !e->worker || umcg__load(&e->in_block, umcg__relaxed))
+		return -EINVAL;
+	ut = e->ut;
+	srv = server_of(e);
+	if (!srv)
+		return -ESRCH;
+	umcg__store(&e->in_lib, 1, umcg__seq_cst);
+	if (!xition(ut, UMCG_TASK_RUNNING, UMCG_TASK_BLOCKED)) {
+		umcg__store(&e->in_lib, 0, umcg__seq_cst);
+		return -EAGAIN;
+	}
+	umcg__store(&ut->blocked_ts, now_ns(e->clock), umcg__relaxed);
+	umcg__store(&e->in_block, 1, umcg__seq_cst);
+	/* Wake next_tid, consuming it; a stale one (not RUNNABLE, or gone)
+	 * is cleared and the server woken instead of killing the process. */
+	next_tid = (pid_t)umcg__load(&ut->next_tid, umcg__relaxed);
+	next = next_tid ? umcg__registry_lookup(next_tid) : NULL;
+	if (next_tid)
+		umcg__store(&ut->next_tid, 0, umcg__relaxed);
+	if (!next || wake_task(next->ut))
+		wake_server(srv);
+	/* BLOCKED is a state of "inside the kernel": no return_to_user(). */
+	umcg__store(&e->in_lib, 0, umcg__seq_cst);
+	return 0;
+}
+
+static int e_block_end(void)
+{
+	struct umcg__etask *e = self_task, *srv;
+
+	if (!e || !umcg__load(&e->in_block, umcg__relaxed))
+		return -EINVAL;
+	srv = server_of(e);
+	if (!srv)
+		return -ESRCH;
+	umcg__store(&e->in_lib, 1, umcg__seq_cst);
+	umcg__store(&e->in_block, 0, umcg__seq_cst);
+	if (xition(e->ut, UMCG_TASK_BLOCKED, UMCG_TASK_RUNNABLE)) {
+		enqueue_self(e, srv);
+		wake_server(srv);
+	}
+	return_to_user(e);
+	return 0;
+}
+
+static int e_kick_signal(void)
+{
+	return KICK_SIGNAL;
+}
+
+const struct umcg__backend_ops umcg__emulated_ops = {
+	.name = "emulated",
+	.ctl = e_ctl,
+	.wait = e_wait,
+	.kick = e_kick,
+	.block_begin = e_block_begin,
+	.block_end = e_block_end,
+	.kick_signal = e_kick_signal,
+};

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * registry.h - the emulation's process-wide tid -> task map.
+ */
+#ifndef UMCG_SRC_REGISTRY_H
+#define UMCG_SRC_REGISTRY_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <umcg/abi.h>
+
+/*
+ * struct umcg__etask - what the emulation knows about one registered thread.
+ *
+ * Records are type-stable: once allocated they are never returned to the
+ * allocator, only recycled through a free list. A thread that looked one up
+ * without a lock may therefore always read it; it checks `tid` afterwards to
+ * see whether the record still describes the task it asked for.
+ *
+ * Fields written once at registration, before the record is published in
+ * the table (release), and read by other threads after their lookup
+ * (acquire): tid, ut, worker, clock, affinity. The flags are atomics, read
+ * and written as the protocol in emulated.c describes.
+ */
+struct umcg__etask {
+	pid_t tid;		 /* 0 while free */
+	struct umcg_task *ut;	 /* the thread's ABI block */
+	bool worker;		 /* registered with UMCG_CTL_WORKER */
+	clockid_t clock;	 /* registration clock */
+	int in_lib;		 /* inside an emulated call: kicks wake, not signal */
+	int in_block;		 /* between umcg_block_begin() and _end() */
+	int kick_pending;	 /* a kick signal is on its way to this thread */
+	bool have_affinity;	 /* server: `affinity` holds its CPU set */
+	cpu_set_t affinity;	 /* server: CPUs at registration */
+	struct umcg__etask *synced_server; /* worker: whose CPUs it took */
+	struct umcg__etask *free_next;
+};
+
+struct umcg__etask *umcg__etask_alloc(void);
+void umcg__etask_free(struct umcg__etask *e);
+
+/* Publish @e under its tid. Return: 0, or -EINVAL for a tid out of range,
+ * -ENOMEM if a table chunk could not be allocated. */
+int umcg__registry_insert(struct umcg__etask *e);
+/* Remove @e from the table if it is still there. */
+void umcg__registry_remove(struct umcg__etask *e);
+/* The live record of @tid, or NULL. */
+struct umcg__etask *umcg__registry_lookup(pid_t tid);
+/* In a child after fork(): only the forking thread exists; forget all. */
+void umcg__registry_forget_all(void);
+/* fork() handlers for the registry's lock. */
+void umcg__registry_lock(void);
+void umcg__registry_unlock(void);
+
+#endif /* UMCG_SRC_REGISTRY_H */

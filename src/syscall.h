@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * syscall.h - the one place where libumcg turns "-1 and errno" into "-errno".
+ *
+ * The library promises never to touch errno, so every raw system call it
+ * makes goes through umcg__syscall6(), which saves errno around syscall(2)
+ * and returns the result or a negative errno. The futex helpers used by the
+ * emulation sit on top of it.
+ */
+#ifndef UMCG_SRC_SYSCALL_H
+#define UMCG_SRC_SYSCALL_H
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline long umcg__syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	int saved = errno;
+	long ret = syscall(nr, a, b, c, d, e, f);
+
+	if (ret == -1)
+		ret = -errno;
+	errno = saved;
+	return ret;
+}
+
+static inline pid_t umcg__gettid(void)
+{
+	return (pid_t)umcg__syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+}
+
+/*
+ * umcg__futex_wait() - sleep while *@word == @val.
+ * @abs: absolute deadline, or NULL for none.
+ * @realtime: whether @abs is CLOCK_REALTIME (else CLOCK_MONOTONIC).
+ *
+ * Return: 0 when woken (possibly spuriously), -EAGAIN if *@word != @val,
+ * -EINTR after a signal handler ran, -ETIMEDOUT.
+ */
+static inline int umcg__futex_wait(uint32_t *word, uint32_t val, const struct timespec *abs,
+				   int realtime)
+{
+	int op = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;
+
+	if (realtime)
+		op |= FUTEX_CLOCK_REALTIME;
+	return (int)umcg__syscall6(SYS_futex, (long)word, op, (long)val, (long)abs, 0,
+				   (long)FUTEX_BITSET_MATCH_ANY);
+}
+
+/* Wake at most one thread sleeping on @word. Return: the number woken. */
+static inline int umcg__futex_wake(uint32_t *word)
+{
+	return (int)umcg__syscall6(SYS_futex, (long)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, 0, 0,
+				   0);
+}
+
+#endif /* UMCG_SRC_SYSCALL_H */
