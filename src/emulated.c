@@ -240,6 +240,12 @@ static void return_to_user(struct umcg__etask *e)
 			wait_running(e, 0);
 			continue;
 		}
+		/* Running again: a thief may have moved us to its server. */
+		if (e->worker && (s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING) {
+			srv = server_of(e);
+			if (srv)
+				follow_server(e, srv);
+		}
 		return;
 	}
 }

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * umcg/runtime.h - libumcg's runtime: per-CPU servers, pluggable scheduling
+ * policies, and the lifecycle of worker threads.
+ *
+ * A runtime owns a set of server threads (by default one per CPU the process
+ * may run on, each pinned to its CPU). Functions spawned with umcg_spawn()
+ * run as UMCG workers: real threads, with their own stack, TLS and tid, that
+ * run only when a server picks them. A server picks the next worker through
+ * the runtime's policy when the running one yields, blocks, parks, exits,
+ * or (with a timeslice) is preempted. The runtime runs on both backends.
+ *
+ * Error convention: as in <umcg/umcg.h>, 0 (or a documented non-negative
+ * value) or a negative errno; errno is never touched. Calls made in a child
+ * process after fork() on a runtime created by the parent return -ECHILD:
+ * the child has none of the parent's server or worker threads.
+ *
+ * Blocking: a worker that sleeps in the kernel frees its server for others
+ * on the kernel backend by itself; on the emulation only blocking that goes
+ * through umcg_block_begin()/umcg_block_end() or the wrappers of
+ * <umcg/io.h> does. Unannounced blocking on the emulation holds the server
+ * until the worker wakes, or at most one timeslice when preemption is on.
+ */
+#ifndef UMCG_RUNTIME_H
+#define UMCG_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <umcg/umcg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct umcg_rt;
+struct umcg_worker;
+struct umcg_policy_ops;
+
+/* ------------------------------------------------------------------------
+ * Runtime
+ * ---------------------------------------------------------------------- */
+
+/**
+ * struct umcg_rt_attr - how to build a runtime; fill with umcg_rt_attr_init().
+ * @nr_servers: number of servers; 0 = one per CPU in the affinity mask of the
+ *	thread calling umcg_rt_create(). At most 1024.
+ * @timeslice_ns: preemption timeslice; 0 = cooperative (a worker runs until
+ *	it yields, blocks, parks or exits).
+ * @policy: the scheduling policy; NULL = &umcg_policy_fifo.
+ * @policy_arg: passed to @policy->create().
+ * @clock: clock of the timestamps, deadlines and sleeps: CLOCK_MONOTONIC
+ *	(default), CLOCK_REALTIME, CLOCK_BOOTTIME or CLOCK_TAI.
+ * @pin_servers: pin server i to the i-th CPU of the mask (default true);
+ *	workers follow their server's CPU.
+ */
+struct umcg_rt_attr {
+	unsigned int nr_servers;
+	uint64_t timeslice_ns;
+	const struct umcg_policy_ops *policy;
+	void *policy_arg;
+	clockid_t clock;
+	bool pin_servers;
+	uint64_t __reserved[8];
+};
+
+/**
+ * umcg_rt_attr_init() - fill @attr with the defaults.
+ * @attr: the attributes; must not be NULL.
+ * Context: any thread.
+ */
+UMCG_API void umcg_rt_attr_init(struct umcg_rt_attr *attr);
+
+/**
+ * umcg_rt_create() - build a runtime (its servers do not run yet).
+ * @rtp: where to store the new runtime.
+ * @attr: attributes, or NULL for the defaults.
+ *
+ * Several runtimes may live in one process; each has its own servers and
+ * workers.
+ *
+ * Return: 0; -EINVAL for a NULL @rtp, a bad attribute, or a policy missing a
+ *  required callback; -ENOMEM; the errors of umcg_backend_active().
+ * Context: any thread.
+ */
+UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr);
+
+/**
+ * umcg_rt_start() - start the server threads.
+ * @rt: the runtime.
+ *
+ * Return: 0 once every server is registered and waiting for work; -EINVAL
+ *  for NULL; -EBUSY if already started; -EAGAIN if a thread could not be
+ *  created (nothing is left running); -ECHILD after fork().
+ * Context: any thread that is not one of @rt's workers.
+ */
+UMCG_API int umcg_rt_start(struct umcg_rt *rt);
+
+/**
+ * umcg_rt_drain() - wait until no worker of @rt is left.
+ * @rt: the runtime.
+ *
+ * Joinable workers count until they are joined. New workers may be spawned
+ * while draining (by workers, say); drain returns when the count reaches 0.
+ *
+ * Return: 0; -EINVAL for NULL; -EDEADLK when called by one of @rt's workers;
+ *  -ECHILD after fork().
+ * Context: any thread that is not one of @rt's workers.
+ */
+UMCG_API int umcg_rt_drain(struct umcg_rt *rt);
+
+/**
+ * umcg_rt_stop() - stop and join the server threads.
+ * @rt: the runtime.
+ *
+ * Return: 0 (also if never started or already stopped); -EINVAL for NULL;
+ *  -EBUSY if workers are alive (drain first); -EDEADLK from a worker of @rt;
+ *  -ECHILD after fork().
+ * Context: any thread that is not one of @rt's workers.
+ */
+UMCG_API int umcg_rt_stop(struct umcg_rt *rt);
+
+/**
+ * umcg_rt_destroy() - stop @rt if needed and free it.
+ * @rt: the runtime, or NULL (then nothing happens).
+ *
+ * In a child after fork() it only frees the memory.
+ *
+ * Return: 0; -EBUSY if workers are alive (nothing is freed).
+ * Context: any thread that is not one of @rt's workers.
+ */
+UMCG_API int umcg_rt_destroy(struct umcg_rt *rt);
+
+/**
+ * umcg_rt_nr_servers() - the number of servers of @rt.
+ * Return: the count, or 0 for NULL.
+ * Context: any thread.
+ */
+UMCG_API unsigned int umcg_rt_nr_servers(const struct umcg_rt *rt);
+
+/* ------------------------------------------------------------------------
+ * Workers
+ * ---------------------------------------------------------------------- */
+
+/**
+ * struct umcg_worker_attr - how to spawn a worker; fill with
+ * umcg_worker_attr_init().
+ * @stack_size: bytes; 0 = 256 KiB. At least PTHREAD_STACK_MIN.
+ * @priority: for priority policies, 0 (lowest) to 31; default 0.
+ * @server: the server to start on, -1 (default) = the policy's choice.
+ * @cpu: start on the server pinned to this CPU; -1 (default) = any. If both
+ *	@server and @cpu are set, @server wins.
+ * @name: a name for debugging (copied, first 15 bytes used as the thread
+ *	name), or NULL.
+ * @deadline: an absolute time in the runtime clock for deadline policies;
+ *	0 = none.
+ */
+struct umcg_worker_attr {
+	size_t stack_size;
+	int priority;
+	int server;
+	int cpu;
+	const char *name;
+	uint64_t deadline;
+	uint64_t __reserved[6];
+};
+
+/**
+ * umcg_worker_attr_init() - fill @attr with the defaults.
+ * Context: any thread.
+ */
+UMCG_API void umcg_worker_attr_init(struct umcg_worker_attr *attr);
+
+/** typedef umcg_worker_fn - the function a worker runs. */
+typedef void *(*umcg_worker_fn)(void *arg);
+
+/**
+ * umcg_spawn() - start @fn(@arg) as a worker of @rt.
+ * @rt: a started runtime.
+ * @wp: where to store the handle (NULL: the worker is spawned detached).
+ * @attr: attributes or NULL for the defaults.
+ * @fn: the function; its return value is what umcg_join() reports.
+ * @arg: its argument.
+ *
+ * Return: 0; -EINVAL for a NULL @rt or @fn, a bad attribute (an out-of-range
+ *  server or priority, a CPU with no server); -ENODEV if @rt is not started
+ *  or is stopping; -EAGAIN/-ENOMEM if the thread could not be created;
+ *  -ECHILD after fork().
+ * Context: any thread, including workers of @rt.
+ */
+UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
+			const struct umcg_worker_attr *attr, umcg_worker_fn fn, void *arg);
+
+/**
+ * umcg_join() - wait for a worker to finish and free it.
+ * @w: a joinable worker.
+ * @retval: where to store what its function returned (or passed to
+ *	umcg_exit()), or NULL.
+ *
+ * A worker calling this gives its server to others while it waits.
+ *
+ * Return: 0; -EINVAL for NULL or a detached worker; -EDEADLK if @w is the
+ *  caller; -ECHILD after fork().
+ * Context: any thread.
+ */
+UMCG_API int umcg_join(struct umcg_worker *w, void **retval);
+
+/**
+ * umcg_detach() - let @w free itself when it finishes.
+ * Return: 0; -EINVAL for NULL or a worker already detached.
+ * Context: any thread.
+ */
+UMCG_API int umcg_detach(struct umcg_worker *w);
+
+/**
+ * umcg_exit() - end the calling worker, from any call depth.
+ * @retval: the value umcg_join() reports.
+ *
+ * Does not return when called by a worker (it unwinds the thread like
+ * pthread_exit(), running cleanup handlers).
+ *
+ * Return: -EPERM if the caller is not a runtime worker.
+ * Context: a worker.
+ */
+UMCG_API int umcg_exit(void *retval);
+
+/**
+ * umcg_self() - the calling worker.
+ * Return: its handle, or NULL if the caller is not a runtime worker.
+ * Context: any thread.
+ */
+UMCG_API struct umcg_worker *umcg_self(void);
+
+/**
+ * umcg_yield() - let the server run someone else; the caller is queued again.
+ * Return: 0; -EPERM if the caller is not a runtime worker.
+ * Context: a worker.
+ */
+UMCG_API int umcg_yield(void);
+
+/**
+ * umcg_sleep_until() - sleep until @deadline (ns, in the runtime's clock).
+ *
+ * The server runs other workers meanwhile. Signals do not end the sleep.
+ *
+ * Return: 0; -EPERM if the caller is not a runtime worker.
+ * Context: a worker.
+ */
+UMCG_API int umcg_sleep_until(uint64_t deadline);
+
+/**
+ * umcg_sleep_for() - sleep for @ns nanoseconds; see umcg_sleep_until().
+ * Context: a worker.
+ */
+UMCG_API int umcg_sleep_for(uint64_t ns);
+
+/**
+ * umcg_park() - put the calling worker to sleep until umcg_unpark().
+ *
+ * A user-space sleep: the worker leaves its server without any kernel
+ * sleep of its own, and umcg_unpark() makes it runnable again. Permit
+ * semantics: an umcg_unpark() that comes first makes the next umcg_park()
+ * return at once. Building block for queues, mutexes and channels between
+ * workers.
+ *
+ * Return: 0; -EPERM if the caller is not a runtime worker.
+ * Context: a worker.
+ */
+UMCG_API int umcg_park(void);
+
+/**
+ * umcg_unpark() - make a parked worker runnable, or give it a permit.
+ * @w: the worker.
+ *
+ * Return: 0; -EINVAL for NULL.
+ * Context: any thread.
+ */
+UMCG_API int umcg_unpark(struct umcg_worker *w);
+
+/**
+ * umcg_now() - the current time in the runtime clock of the calling worker
+ * (CLOCK_MONOTONIC elsewhere), in ns.
+ * Context: any thread.
+ */
+UMCG_API uint64_t umcg_now(void);
+
+/**
+ * umcg_worker_name() - the name given at spawn ("" if none).
+ * Context: any thread, while @w is alive or joinable.
+ */
+UMCG_API const char *umcg_worker_name(const struct umcg_worker *w);
+
+/**
+ * umcg_worker_tid() - the worker's thread id (0 before it registered).
+ * Context: any thread, while @w is alive or joinable.
+ */
+UMCG_API pid_t umcg_worker_tid(const struct umcg_worker *w);
+
+/* ------------------------------------------------------------------------
+ * Statistics. Counters are updated by the servers (and, for yields, parks
+ * and blocks, by the workers) with relaxed atomics: a snapshot is
+ * consistent per counter, not across counters.
+ * ---------------------------------------------------------------------- */
+
+/**
+ * struct umcg_server_stats - what one server did.
+ * @switches: workers it ran (one per umcg_wait with next_tid used).
+ * @preemptions: timeslice expiries that preempted a worker.
+ * @blocks: times its running worker blocked.
+ * @yields: times its running worker yielded or parked.
+ * @steals: workers it took from other servers' queues.
+ * @idle_wakeups: times it was woken while idle.
+ * @wakeups_sent: idle servers it woke because it had surplus work.
+ * @cpu: the CPU it is pinned to, or -1.
+ */
+struct umcg_server_stats {
+	uint64_t switches;
+	uint64_t preemptions;
+	uint64_t blocks;
+	uint64_t yields;
+	uint64_t steals;
+	uint64_t idle_wakeups;
+	uint64_t wakeups_sent;
+	int cpu;
+};
+
+/**
+ * struct umcg_worker_stats - what happened to one worker.
+ * @switches: times a server ran it.
+ * @preemptions: times it was preempted.
+ * @blocks: times it blocked.
+ * @yields: times it yielded or parked.
+ * @running_ns: time spent RUNNING, from the ABI timestamps.
+ * @runnable_ns: time spent RUNNABLE (queued).
+ * @blocked_ns: time spent BLOCKED.
+ * @server: index of the server that last ran it, or -1.
+ */
+struct umcg_worker_stats {
+	uint64_t switches;
+	uint64_t preemptions;
+	uint64_t blocks;
+	uint64_t yields;
+	uint64_t running_ns;
+	uint64_t runnable_ns;
+	uint64_t blocked_ns;
+	int server;
+};
+
+/**
+ * umcg_rt_server_stats() - read server @server's counters.
+ * Return: 0; -EINVAL for NULL or an index out of range.
+ * Context: any thread.
+ */
+UMCG_API int umcg_rt_server_stats(const struct umcg_rt *rt, unsigned int server,
+				  struct umcg_server_stats *out);
+
+/**
+ * umcg_worker_stats() - read a worker's counters.
+ * Return: 0; -EINVAL for NULL.
+ * Context: any thread, while @w is alive or joinable.
+ */
+UMCG_API int umcg_worker_stats(const struct umcg_worker *w, struct umcg_worker_stats *out);
+
+/* ------------------------------------------------------------------------
+ * Scheduling policies
+ *
+ * A policy owns the run queues. The runtime calls it only from server
+ * threads: enqueue(), pick_next() and the on_*() hooks on the server named
+ * by @server, steal() on the thief's thread (so a policy that supports
+ * stealing must lock the queues steal() reads). Workers never call into
+ * the policy, so a policy lock is never held by a thread the runtime
+ * schedules. A policy keeps its per-worker data in the worker's link
+ * (umcg_worker_link()).
+ * ---------------------------------------------------------------------- */
+
+/**
+ * enum umcg_enqueue_reason - why a worker is handed to the policy.
+ * @UMCG_ENQ_NEW: it just started.
+ * @UMCG_ENQ_YIELD: it yielded.
+ * @UMCG_ENQ_PREEMPT: its timeslice ran out.
+ * @UMCG_ENQ_WAKE: it returned from blocking, or was unparked.
+ * @UMCG_ENQ_RETURN: it was picked but could not be run (it did not get the
+ *	CPU); it should go back where it was, at the head.
+ */
+enum umcg_enqueue_reason {
+	UMCG_ENQ_NEW,
+	UMCG_ENQ_YIELD,
+	UMCG_ENQ_PREEMPT,
+	UMCG_ENQ_WAKE,
+	UMCG_ENQ_RETURN,
+};
+
+/**
+ * struct umcg_policy_link - per-worker storage owned by the policy.
+ * @next: free for list linkage.
+ * @prev: free for list linkage.
+ * @key: free for an ordering key.
+ * @data: free.
+ */
+struct umcg_policy_link {
+	struct umcg_policy_link *next;
+	struct umcg_policy_link *prev;
+	uint64_t key;
+	void *data;
+};
+
+/**
+ * struct umcg_policy_ops - a scheduling policy.
+ * @name: for stats and the demo.
+ * @create: required; build the policy's state for @nr_servers servers.
+ *	Return it, or NULL on failure.
+ * @destroy: required; free it.
+ * @enqueue: required; @w becomes runnable on @server.
+ * @pick_next: required; the worker @server should run next (removed from
+ *	the queue), or NULL if @server has nothing.
+ * @steal: optional; take a queued worker from another server for @thief,
+ *	or NULL. The runtime migrates it to @thief.
+ * @nr_queued: optional; how many workers wait on @server (used to wake idle
+ *	servers when @server has surplus). Without it no idle server is woken.
+ * @select_server: optional; the server a new worker with no affinity
+ *	starts on (@hint is a round-robin suggestion). Default: @hint.
+ * @on_block: optional; @w, which @server was running, blocked.
+ * @on_exit: optional; @w, last run by @server, finished.
+ */
+struct umcg_policy_ops {
+	const char *name;
+	void *(*create)(unsigned int nr_servers, void *arg);
+	void (*destroy)(void *policy);
+	void (*enqueue)(void *policy, unsigned int server, struct umcg_worker *w,
+			enum umcg_enqueue_reason why);
+	struct umcg_worker *(*pick_next)(void *policy, unsigned int server);
+	struct umcg_worker *(*steal)(void *policy, unsigned int thief);
+	size_t (*nr_queued)(void *policy, unsigned int server);
+	unsigned int (*select_server)(void *policy, struct umcg_worker *w, unsigned int hint);
+	void (*on_block)(void *policy, unsigned int server, struct umcg_worker *w);
+	void (*on_exit)(void *policy, unsigned int server, struct umcg_worker *w);
+};
+
+/** umcg_policy_fifo - FIFO per server, idle servers steal, surplus wakes idle. */
+UMCG_API extern const struct umcg_policy_ops umcg_policy_fifo;
+/** umcg_policy_priority - strict priority (31 highest), FIFO within a level,
+ * per server, with stealing of the highest-priority queued worker. */
+UMCG_API extern const struct umcg_policy_ops umcg_policy_priority;
+
+/**
+ * umcg_worker_link() - the policy's storage in @w.
+ * Context: server threads (inside policy callbacks).
+ */
+UMCG_API struct umcg_policy_link *umcg_worker_link(struct umcg_worker *w);
+
+/**
+ * umcg_worker_from_link() - the worker that owns @link.
+ * Context: server threads (inside policy callbacks).
+ */
+UMCG_API struct umcg_worker *umcg_worker_from_link(struct umcg_policy_link *link);
+
+/**
+ * umcg_worker_priority() - the priority given at spawn.
+ * Context: any thread, while @w is alive or joinable.
+ */
+UMCG_API int umcg_worker_priority(const struct umcg_worker *w);
+
+/**
+ * umcg_worker_deadline() - the deadline given at spawn, or set later.
+ * Context: any thread, while @w is alive or joinable.
+ */
+UMCG_API uint64_t umcg_worker_deadline(const struct umcg_worker *w);
+
+/**
+ * umcg_worker_set_deadline() - change the calling worker's deadline; a
+ * deadline policy sees it the next time the worker is queued.
+ * Return: 0; -EPERM if the caller is not a runtime worker.
+ * Context: a worker.
+ */
+UMCG_API int umcg_worker_set_deadline(uint64_t deadline);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UMCG_RUNTIME_H */

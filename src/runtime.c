@@ -1,0 +1,1095 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime.c - per-CPU servers, worker lifecycle, parking and preemption on
+ * top of the UMCG ABI (either backend).
+ *
+ * Who runs: each server runs at most one worker at a time. While that
+ * worker runs, the server sleeps in umcg_wait(); it wakes when the worker
+ * yields, parks, exits, blocks, is preempted, or when something is pushed
+ * on its runnable list and it is RUNNABLE. Policies are called only from
+ * server threads.
+ *
+ * The server loop (umcg-abi section 7):
+ *
+ *	state = RUNNABLE|TF_COND_WAIT          (seq_cst)
+ *	list  = umcg_runnable_take(self)        (seq_cst xchg)
+ *	handle every worker on the list         (policy enqueue, parked, exits)
+ *	if the current worker still RUNNING:    wait again (same slice deadline)
+ *	else next = pick_next() or steal()      (next_tid = next)
+ *	ret = umcg_wait(0, slice deadline or idle backstop)
+ *
+ * -EAGAIN means something woke the server between its take and its wait:
+ * it loops. A next_tid left unconsumed goes back to the policy (ENQ_RETURN)
+ * and next_tid is cleared, so it is never stale. -ETIMEDOUT with a running
+ * worker and a timeslice preempts it (umcg_preempt()).
+ *
+ * Waking another server without waiting ("poke"): a thread CASes the
+ * server's state RUNNABLE -> RUNNING and then umcg_kick()s it. The CAS makes
+ * the server's next umcg_wait() fail with -EAGAIN (if it is not in it yet),
+ * and the kick makes a server already asleep in umcg_wait() re-read its
+ * state. The pusher's push (seq_cst CAS) comes before its CAS on the state;
+ * the server's store of RUNNABLE|COND_WAIT comes before its xchg of the
+ * list; so the server sees the push or the pusher sees RUNNABLE. Idle
+ * servers also wait with a backstop timeout, so that no wake-up depends on
+ * a kick reaching a sleeper.
+ *
+ * Worker exit (the ABI reports none): the worker sets `exiting` and yields
+ * a last time. The server finds it on its list and releases it: it names it
+ * in next_tid and calls umcg_wait() with an already expired deadline, which
+ * wakes the worker (RUNNABLE -> RUNNING) and returns -ETIMEDOUT at once. The
+ * worker then unregisters and finishes as a plain thread. Nothing in this
+ * relies on the kernel telling anyone about exits, and the server never
+ * touches the worker after the release.
+ *
+ * Parking (umcg_park/umcg_unpark), per worker `park` word:
+ *	NORMAL -> PERMIT          unpark before park
+ *	NORMAL -> PARKING         park: worker about to yield
+ *	PARKING -> PERMIT         unpark while parking: the server enqueues it
+ *	PARKING -> PARKED         server saw it on its list: held aside
+ *	PARKED -> NORMAL          unpark: the unparker pushes it on its
+ *	                          server's runnable list and pokes the server
+ *	PERMIT -> NORMAL          park consumes the permit, or the server does
+ * All transitions are seq_cst CASes; exactly one party wins each, and only
+ * the winner of PARKED -> NORMAL pushes the worker, so it is on at most one
+ * list or queue at any time.
+ *
+ * Detach vs exit, per worker `detach` word: JOINABLE -> DETACHED
+ * (umcg_detach) or JOINABLE -> FINISHED (exit). Whoever loses the CAS frees:
+ * a detached worker frees itself at exit; detaching a finished worker joins
+ * it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <umcg/runtime.h>
+
+#include "atomics.h"
+#include "internal.h"
+#include "syscall.h"
+
+#define MAX_SERVERS 1024
+#define DEFAULT_STACK (256 * 1024)
+#define IDLE_BACKSTOP_NS 50000000ull /* 50 ms */
+
+enum { PARK_NORMAL, PARK_PERMIT, PARK_PARKING, PARK_PARKED };
+enum { DETACH_JOINABLE, DETACH_DETACHED, DETACH_FINISHED };
+
+struct wstats {
+	uint64_t switches, preemptions, blocks, yields;
+	uint64_t running_ns, runnable_ns, blocked_ns;
+	int server;
+};
+
+struct umcg_worker {
+	struct umcg_task task; /* first: 64-byte aligned */
+	struct umcg_rt *rt;
+	pthread_t thread;
+	pid_t tid;
+	umcg_worker_fn fn;
+	void *arg;
+	void *retval;
+	int prio;
+	uint64_t deadline;
+	char name[16];
+	struct umcg_policy_link link;
+	unsigned int server;  /* home server; written by servers only */
+	int exiting;	      /* set by the worker before its last yield */
+	int park;	      /* PARK_* */
+	int detach;	      /* DETACH_* */
+	int done;	      /* futex: 1 once finished and unregistered */
+	int preempt_sent;     /* server-private: it kicked this worker */
+	int unparked;	      /* server-private: came back through unpark */
+	bool started;	      /* server-private: seen on a list before */
+	uint64_t t_pick;      /* server-private: when it was last run */
+	uint64_t park_ts;     /* when it parked */
+	struct wstats st;     /* relaxed atomics */
+} __attribute__((aligned(UMCG_TASK_ALIGN)));
+
+struct server {
+	struct umcg_task task; /* first: 64-byte aligned */
+	struct umcg_rt *rt;
+	unsigned int idx;
+	int cpu;
+	pthread_t thread;
+	pid_t tid;
+	int idle;		     /* sleeping with nothing to run */
+	int ready;		     /* registered (futex for start) */
+	struct umcg_worker *current; /* ran last and may still be running */
+	uint64_t slice_end;
+	struct umcg_server_stats st; /* relaxed atomics */
+} __attribute__((aligned(UMCG_TASK_ALIGN)));
+
+struct umcg_rt {
+	struct umcg_rt_attr attr;
+	struct umcg_policy_ops ops;
+	void *policy;
+	unsigned int nr;
+	struct server *servers;
+	pid_t owner;
+	int started;
+	int stopping;
+	int live; /* futex: workers spawned and not yet joined or freed */
+	unsigned int rr;
+	cpu_set_t cpus;
+};
+
+static __thread struct umcg_worker *cur_worker;
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+
+static void rt_fork_child(void)
+{
+	cur_worker = NULL;
+}
+
+static void rt_init_once(void)
+{
+	pthread_atfork(NULL, NULL, rt_fork_child);
+}
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define STAT_INC(p) umcg__fetch_add(&(p), 1, umcg__relaxed)
+#define STAT_ADD(p, v) umcg__fetch_add(&(p), (v), umcg__relaxed)
+
+static bool forked(const struct umcg_rt *rt)
+{
+	return rt->owner != getpid();
+}
+
+/* ---- small ABI helpers -------------------------------------------------- */
+
+static void set_state(struct umcg_task *t, uint32_t st)
+{
+	uint32_t old = umcg__load(&t->state, umcg__relaxed);
+
+	/* seq_cst: ordered before the list take or the push that follows
+	 * (the lost-wakeup argument in the header comment). */
+	umcg__store(&t->state, (old & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) | st, umcg__seq_cst);
+}
+
+static void push_list(struct umcg_task *server, struct umcg_task *w)
+{
+	uint64_t head = umcg__load(&server->runnable_workers_ptr, umcg__relaxed);
+
+	do {
+		umcg__store(&w->runnable_workers_ptr, head, umcg__relaxed);
+		/* seq_cst, as the backends' own pushes: pairs with the
+		 * server's xchg in umcg_runnable_take(). */
+	} while (!umcg__cas(&server->runnable_workers_ptr, &head, (uint64_t)(uintptr_t)w,
+			    umcg__seq_cst));
+}
+
+/* Poke server @s: make it RUNNING if it is RUNNABLE, and kick it awake. */
+static void poke(struct server *s)
+{
+	uint32_t old = umcg__load(&s->task.state, umcg__seq_cst);
+
+	do {
+		if ((old & UMCG_TASK_MASK) != UMCG_TASK_RUNNABLE)
+			return; /* running: it will take its list */
+	} while (!umcg__cas(&s->task.state, &old,
+			    (old & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) | UMCG_TASK_RUNNING,
+			    umcg__seq_cst));
+	umcg_kick(0, s->tid);
+}
+
+/* ---- attributes and creation ------------------------------------------- */
+
+UMCG_API void umcg_rt_attr_init(struct umcg_rt_attr *attr)
+{
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->clock = CLOCK_MONOTONIC;
+	attr->pin_servers = true;
+}
+
+UMCG_API void umcg_worker_attr_init(struct umcg_worker_attr *attr)
+{
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->server = -1;
+	attr->cpu = -1;
+}
+
+UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr)
+{
+	struct umcg_rt_attr def;
+	struct umcg_rt *rt;
+	int ret, ncpu;
+	unsigned int i;
+
+	if (!rtp)
+		return -EINVAL;
+	if (!attr) {
+		umcg_rt_attr_init(&def);
+		attr = &def;
+	}
+	if (attr->nr_servers > MAX_SERVERS || !umcg__clock_valid(attr->clock))
+		return -EINVAL;
+	if (attr->policy && (!attr->policy->create || !attr->policy->destroy ||
+			     !attr->policy->enqueue || !attr->policy->pick_next))
+		return -EINVAL;
+	ret = umcg_backend_active();
+	if (ret < 0)
+		return ret;
+	pthread_once(&rt_once, rt_init_once);
+
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
+	rt->attr = *attr;
+	rt->ops = attr->policy ? *attr->policy : umcg_policy_fifo;
+	rt->owner = getpid();
+	if (umcg__syscall6(SYS_sched_getaffinity, 0, sizeof(rt->cpus), (long)&rt->cpus, 0, 0, 0) <=
+	    0) {
+		CPU_ZERO(&rt->cpus);
+		CPU_SET(0, &rt->cpus);
+	}
+	ncpu = CPU_COUNT(&rt->cpus);
+	rt->nr = attr->nr_servers ? attr->nr_servers : (unsigned int)ncpu;
+	ret = posix_memalign((void **)&rt->servers, UMCG_TASK_ALIGN,
+			     rt->nr * sizeof(*rt->servers));
+	if (ret) {
+		free(rt);
+		return -ENOMEM;
+	}
+	memset(rt->servers, 0, rt->nr * sizeof(*rt->servers));
+	for (i = 0; i < rt->nr; i++) {
+		int n = (int)(i % (unsigned int)ncpu), cpu;
+
+		for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+			if (CPU_ISSET(cpu, &rt->cpus) && n-- == 0)
+				break;
+		}
+		rt->servers[i].rt = rt;
+		rt->servers[i].idx = i;
+		rt->servers[i].cpu = attr->pin_servers ? cpu : -1;
+		rt->servers[i].st.cpu = rt->servers[i].cpu;
+	}
+	rt->policy = rt->ops.create(rt->nr, attr->policy_arg);
+	if (!rt->policy) {
+		free(rt->servers);
+		free(rt);
+		return -ENOMEM;
+	}
+	*rtp = rt;
+	return 0;
+}
+
+UMCG_API unsigned int umcg_rt_nr_servers(const struct umcg_rt *rt)
+{
+	return rt ? rt->nr : 0;
+}
+
+/* ---- the server --------------------------------------------------------- */
+
+/* @w, picked at @w->t_pick, got the CPU. */
+static void account_pick(struct server *s, struct umcg_worker *w)
+{
+	uint64_t rts = umcg__load(&w->task.runnable_ts, umcg__relaxed);
+
+	if (w->t_pick > rts)
+		STAT_ADD(w->st.runnable_ns, w->t_pick - rts);
+	STAT_INC(w->st.switches);
+	STAT_INC(s->st.switches);
+	umcg__store(&w->st.server, (int)s->idx, umcg__relaxed);
+}
+
+/* @w came back on the list: account what it did since it was picked, and
+ * return why it is runnable again. */
+static enum umcg_enqueue_reason account_return(struct server *s, struct umcg_worker *w)
+{
+	uint64_t bts = umcg__load(&w->task.blocked_ts, umcg__relaxed);
+	uint64_t rts = umcg__load(&w->task.runnable_ts, umcg__relaxed);
+	enum umcg_enqueue_reason why = UMCG_ENQ_YIELD;
+
+	if (!w->started) {
+		w->started = true;
+		return UMCG_ENQ_NEW;
+	}
+	if (w->unparked) {
+		w->unparked = 0;
+		if (w->park_ts > w->t_pick)
+			STAT_ADD(w->st.running_ns, w->park_ts - w->t_pick);
+		if (rts > w->park_ts)
+			STAT_ADD(w->st.blocked_ns, rts - w->park_ts);
+		return UMCG_ENQ_WAKE;
+	}
+	if (bts > w->t_pick) {
+		STAT_ADD(w->st.running_ns, bts - w->t_pick);
+		if (rts > bts)
+			STAT_ADD(w->st.blocked_ns, rts - bts);
+		STAT_INC(w->st.blocks);
+		STAT_INC(s->st.blocks);
+		why = UMCG_ENQ_WAKE;
+	} else {
+		if (rts > w->t_pick)
+			STAT_ADD(w->st.running_ns, rts - w->t_pick);
+	}
+	if (w->preempt_sent) {
+		w->preempt_sent = 0;
+		if (why == UMCG_ENQ_YIELD) {
+			STAT_INC(w->st.preemptions);
+			STAT_INC(s->st.preemptions);
+			why = UMCG_ENQ_PREEMPT;
+		}
+	}
+	if (why == UMCG_ENQ_YIELD)
+		STAT_INC(s->st.yields);
+	return why;
+}
+
+/*
+ * Wake @tid from server @s without waiting for it (see "Worker exit" in
+ * the header comment). Return: true if @tid was woken.
+ */
+static bool wake_nowait(struct server *s, pid_t tid)
+{
+	int tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		umcg__store(&s->task.next_tid, (uint32_t)tid, umcg__relaxed);
+		set_state(&s->task, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT);
+		umcg_wait(0, 1);
+		if (!umcg__load(&s->task.next_tid, umcg__relaxed))
+			return true;
+		umcg__store(&s->task.next_tid, 0, umcg__relaxed);
+		/* Unconsumed: we were woken ourselves (the caller takes the
+		 * list again anyway), or @tid is not RUNNABLE yet. */
+		sched_yield();
+	}
+	return false;
+}
+
+/* Another server is idle and we have more than we run: wake one. */
+static void wake_idle(struct server *s)
+{
+	struct umcg_rt *rt = s->rt;
+	unsigned int i;
+	int one = 1;
+
+	if (!rt->ops.steal || !rt->ops.nr_queued || rt->nr < 2 ||
+	    rt->ops.nr_queued(rt->policy, s->idx) == 0)
+		return;
+	for (i = 1; i < rt->nr; i++) {
+		struct server *o = &rt->servers[(s->idx + i) % rt->nr];
+
+		if (umcg__load(&o->idle, umcg__relaxed) &&
+		    umcg__cas(&o->idle, &one, 0, umcg__seq_cst)) {
+			STAT_INC(s->st.wakeups_sent);
+			poke(o);
+			return;
+		}
+		one = 1;
+	}
+}
+
+static void handle_list(struct server *s, struct umcg_task *list, struct umcg_worker **exits)
+{
+	struct umcg_rt *rt = s->rt;
+	struct umcg_task *t, *tmp;
+	int parking = PARK_PARKING, permit = PARK_PERMIT;
+
+	list = umcg_runnable_sort_oldest(list);
+	umcg_runnable_for_each(t, tmp, list)
+	{
+		struct umcg_worker *w = (struct umcg_worker *)t;
+		enum umcg_enqueue_reason why;
+
+		if (w == s->current)
+			s->current = NULL;
+		/* Moved here by a thief or an unpark while we looked away. */
+		w->server = s->idx;
+		why = account_return(s, w);
+		if (umcg__load(&w->exiting, umcg__acquire)) {
+			if (rt->ops.on_exit)
+				rt->ops.on_exit(rt->policy, s->idx, w);
+			w->link.next = (struct umcg_policy_link *)*exits;
+			*exits = w;
+			continue;
+		}
+		if (why != UMCG_ENQ_NEW && umcg__load(&w->park, umcg__seq_cst) == PARK_PARKING) {
+			if (umcg__cas(&w->park, &parking, PARK_PARKED, umcg__seq_cst)) {
+				STAT_INC(w->st.yields);
+				continue; /* held aside until unparked */
+			}
+			parking = PARK_PARKING;
+		}
+		/* A permit that arrived while it was parking: consume it. */
+		if (umcg__cas(&w->park, &permit, PARK_NORMAL, umcg__seq_cst))
+			why = UMCG_ENQ_WAKE;
+		permit = PARK_PERMIT;
+		rt->ops.enqueue(rt->policy, s->idx, w, why);
+	}
+}
+
+/* Release the exiting workers collected by handle_list(). */
+static void release_exits(struct server *s, struct umcg_worker *exits)
+{
+	while (exits) {
+		struct umcg_worker *w = exits;
+
+		exits = (struct umcg_worker *)w->link.next;
+		/* @w is RUNNABLE and off every list: nobody else wakes it. */
+		while (!wake_nowait(s, w->tid))
+			;
+	}
+}
+
+static struct umcg_worker *pick(struct server *s)
+{
+	struct umcg_rt *rt = s->rt;
+	struct umcg_worker *w = rt->ops.pick_next(rt->policy, s->idx);
+
+	if (!w && rt->ops.steal) {
+		w = rt->ops.steal(rt->policy, s->idx);
+		if (w) {
+			STAT_INC(s->st.steals);
+			w->server = s->idx;
+			umcg__store(&w->task.server_tid, (uint32_t)s->tid, umcg__relaxed);
+		}
+	}
+	return w;
+}
+
+static void server_loop(struct server *s)
+{
+	struct umcg_rt *rt = s->rt;
+	uint64_t slice = rt->attr.timeslice_ns;
+	clockid_t clk = rt->attr.clock;
+
+	for (;;) {
+		struct umcg_worker *next = NULL, *exits = NULL;
+		struct umcg_task *list;
+		uint64_t deadline = 0;
+		uint32_t cst;
+		int ret;
+
+		set_state(&s->task, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT);
+		list = umcg_runnable_take(&s->task);
+		if (list)
+			handle_list(s, list, &exits);
+		if (exits) {
+			release_exits(s, exits);
+			continue; /* our state was used: start over */
+		}
+		if (s->current) {
+			cst = umcg__load(&s->current->task.state, umcg__acquire) & UMCG_TASK_MASK;
+			if (cst == UMCG_TASK_BLOCKED) {
+				if (rt->ops.on_block)
+					rt->ops.on_block(rt->policy, s->idx, s->current);
+				s->current = NULL;
+			} else if (cst != UMCG_TASK_RUNNING) {
+				s->current = NULL; /* about to show up on the list */
+			}
+		}
+		if (!s->current) {
+			if (umcg__load(&rt->stopping, umcg__acquire) &&
+			    !umcg__load(&rt->live, umcg__acquire)) {
+				set_state(&s->task, UMCG_TASK_RUNNING);
+				return;
+			}
+			next = pick(s);
+		}
+		if (next) {
+			umcg__store(&s->task.next_tid, (uint32_t)next->tid, umcg__relaxed);
+			next->t_pick = clock_ns(clk);
+			if (slice)
+				s->slice_end = next->t_pick + slice;
+			wake_idle(s);
+		}
+		if (s->current || next) {
+			deadline = slice ? s->slice_end : 0;
+		} else {
+			deadline = clock_ns(clk) + IDLE_BACKSTOP_NS;
+			umcg__store(&s->idle, 1, umcg__seq_cst);
+		}
+
+		ret = umcg_wait(0, deadline);
+
+		if (!s->current && !next) {
+			if (!umcg__xchg(&s->idle, 0, umcg__seq_cst) && ret == 0)
+				STAT_INC(s->st.idle_wakeups);
+		}
+		if (next) {
+			if (umcg__load(&s->task.next_tid, umcg__relaxed)) {
+				/* Not consumed: it goes back, next_tid is
+				 * cleared so it is never stale. */
+				umcg__store(&s->task.next_tid, 0, umcg__relaxed);
+				rt->ops.enqueue(rt->policy, s->idx, next, UMCG_ENQ_RETURN);
+			} else {
+				s->current = next;
+				account_pick(s, next);
+			}
+		}
+		if (ret == -ETIMEDOUT && s->current && slice) {
+			struct umcg_worker *c = s->current;
+
+			if (clock_ns(clk) >= s->slice_end) {
+				c->preempt_sent = 1;
+				if (umcg_preempt(&c->task, c->tid))
+					c->preempt_sent = 0;
+				/* If the kick has not landed a slice from now,
+				 * kick again. */
+				s->slice_end = clock_ns(clk) + slice;
+			}
+		}
+	}
+}
+
+static void *server_main(void *arg)
+{
+	struct server *s = arg;
+	struct umcg_rt *rt = s->rt;
+	sigset_t all;
+	int ret;
+
+	/* Servers take no signals: a signal would drop a kernel server's
+	 * timeout (umcg-abi section 9), and nothing here needs one. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (s->cpu >= 0) {
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(s->cpu, &one);
+		pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+	}
+	s->tid = umcg__gettid();
+	memset(&s->task, 0, sizeof(s->task));
+	s->task.state = UMCG_TASK_RUNNING;
+	s->task.server_tid = (uint32_t)s->tid;
+	ret = umcg_ctl(UMCG_CTL_REGISTER, &s->task, rt->attr.clock);
+	umcg__store(&s->ready, ret ? -1 : 1, umcg__release);
+	umcg__futex_wake((uint32_t *)&s->ready);
+	if (ret)
+		return NULL;
+	server_loop(s);
+	umcg_ctl(UMCG_CTL_UNREGISTER, NULL, 0);
+	return NULL;
+}
+
+static void wait_word(int *word, int val)
+{
+	while (umcg__load(word, umcg__acquire) == val)
+		umcg__futex_wait((uint32_t *)word, (uint32_t)val, NULL, 0);
+}
+
+static void stop_servers(struct umcg_rt *rt, unsigned int n)
+{
+	unsigned int i;
+
+	umcg__store(&rt->stopping, 1, umcg__seq_cst);
+	for (i = 0; i < n; i++) {
+		if (umcg__load(&rt->servers[i].ready, umcg__acquire) == 1)
+			poke(&rt->servers[i]);
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(rt->servers[i].thread, NULL);
+}
+
+UMCG_API int umcg_rt_start(struct umcg_rt *rt)
+{
+	unsigned int i;
+	int ret = 0;
+
+	if (!rt)
+		return -EINVAL;
+	if (forked(rt))
+		return -ECHILD;
+	if (cur_worker)
+		return -EDEADLK;
+	if (rt->started)
+		return -EBUSY;
+	for (i = 0; i < rt->nr; i++) {
+		if (pthread_create(&rt->servers[i].thread, NULL, server_main, &rt->servers[i])) {
+			ret = -EAGAIN;
+			break;
+		}
+		wait_word(&rt->servers[i].ready, 0);
+		if (rt->servers[i].ready != 1) {
+			pthread_join(rt->servers[i].thread, NULL);
+			ret = -EAGAIN;
+			break;
+		}
+	}
+	if (ret) {
+		stop_servers(rt, i);
+		umcg__store(&rt->stopping, 0, umcg__relaxed);
+		for (i = 0; i < rt->nr; i++)
+			rt->servers[i].ready = 0;
+		return ret;
+	}
+	rt->started = 1;
+	return 0;
+}
+
+UMCG_API int umcg_rt_drain(struct umcg_rt *rt)
+{
+	int n;
+
+	if (!rt)
+		return -EINVAL;
+	if (forked(rt))
+		return -ECHILD;
+	if (cur_worker && cur_worker->rt == rt)
+		return -EDEADLK;
+	while ((n = umcg__load(&rt->live, umcg__acquire)) != 0)
+		umcg__futex_wait((uint32_t *)&rt->live, (uint32_t)n, NULL, 0);
+	return 0;
+}
+
+UMCG_API int umcg_rt_stop(struct umcg_rt *rt)
+{
+	if (!rt)
+		return -EINVAL;
+	if (forked(rt))
+		return -ECHILD;
+	if (cur_worker && cur_worker->rt == rt)
+		return -EDEADLK;
+	if (!rt->started)
+		return 0;
+	if (umcg__load(&rt->live, umcg__acquire))
+		return -EBUSY;
+	stop_servers(rt, rt->nr);
+	rt->started = 0;
+	umcg__store(&rt->stopping, 0, umcg__relaxed);
+	return 0;
+}
+
+UMCG_API int umcg_rt_destroy(struct umcg_rt *rt)
+{
+	int ret;
+
+	if (!rt)
+		return 0;
+	if (!forked(rt)) {
+		ret = umcg_rt_stop(rt);
+		if (ret)
+			return ret;
+	}
+	rt->ops.destroy(rt->policy);
+	free(rt->servers);
+	free(rt);
+	return 0;
+}
+
+/* ---- workers ------------------------------------------------------------- */
+
+static void live_dec(struct umcg_rt *rt)
+{
+	if (umcg__fetch_add(&rt->live, -1, umcg__acq_rel) == 1)
+		umcg__syscall6(SYS_futex, (long)&rt->live, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX,
+			       0, 0, 0);
+}
+
+/* Yield to our server; it decides what happens next. */
+static void yield_self(struct umcg_worker *w)
+{
+	set_state(&w->task, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT);
+	umcg_wait(0, 0);
+}
+
+static void worker_finish(void *arg)
+{
+	struct umcg_worker *w = arg;
+	struct umcg_rt *rt = w->rt;
+	int joinable = DETACH_JOINABLE;
+
+	/* Last yield: the server releases us (see "Worker exit"). */
+	umcg__store(&w->exiting, 1, umcg__release);
+	yield_self(w);
+	umcg_ctl(UMCG_CTL_UNREGISTER, NULL, 0);
+	cur_worker = NULL;
+	if (umcg__cas(&w->detach, &joinable, DETACH_FINISHED, umcg__acq_rel)) {
+		/* Pairs with the acquire in umcg_join(). */
+		umcg__store(&w->done, 1, umcg__release);
+		umcg__futex_wake((uint32_t *)&w->done);
+		return;
+	}
+	/* Detached: nobody will join; free ourselves. */
+	free(w);
+	live_dec(rt);
+}
+
+static void *worker_main(void *arg)
+{
+	struct umcg_worker *w = arg;
+	struct umcg_rt *rt = w->rt;
+	sigset_t kick;
+	int sig = umcg_kick_signal();
+
+	if (sig > 0) {
+		sigemptyset(&kick);
+		sigaddset(&kick, sig);
+		pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
+	}
+	cur_worker = w;
+	umcg__store(&w->tid, umcg__gettid(), umcg__release);
+	if (w->name[0])
+		pthread_setname_np(pthread_self(), w->name);
+	w->task.state = UMCG_TASK_BLOCKED;
+	w->task.server_tid = (uint32_t)rt->servers[w->server].tid;
+	if (umcg_ctl(UMCG_CTL_REGISTER | UMCG_CTL_WORKER, &w->task, rt->attr.clock)) {
+		/* Cannot happen with a running runtime; finish as a plain
+		 * thread so that joiners do not hang. */
+		cur_worker = NULL;
+		w->retval = NULL;
+		umcg__store(&w->exiting, 1, umcg__relaxed);
+		if (umcg__xchg(&w->detach, DETACH_FINISHED, umcg__acq_rel) == DETACH_DETACHED) {
+			free(w);
+			live_dec(rt);
+			return NULL;
+		}
+		umcg__store(&w->done, 1, umcg__release);
+		umcg__futex_wake((uint32_t *)&w->done);
+		return NULL;
+	}
+	pthread_cleanup_push(worker_finish, w);
+	w->retval = w->fn(w->arg);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
+			const struct umcg_worker_attr *attr, umcg_worker_fn fn, void *arg)
+{
+	struct umcg_worker_attr def;
+	struct umcg_worker *w;
+	pthread_attr_t pa;
+	unsigned int idx, i;
+	size_t stack;
+	int ret;
+
+	if (!rt || !fn)
+		return -EINVAL;
+	if (forked(rt))
+		return -ECHILD;
+	if (!attr) {
+		umcg_worker_attr_init(&def);
+		attr = &def;
+	}
+	if (attr->priority < 0 || attr->priority > 31 ||
+	    (attr->server >= 0 && (unsigned int)attr->server >= rt->nr) || attr->server < -1 ||
+	    attr->cpu < -1)
+		return -EINVAL;
+	stack = attr->stack_size ? attr->stack_size : DEFAULT_STACK;
+	if (stack < (size_t)PTHREAD_STACK_MIN)
+		return -EINVAL;
+	if (!rt->started || umcg__load(&rt->stopping, umcg__acquire))
+		return -ENODEV;
+	if (attr->server >= 0) {
+		idx = (unsigned int)attr->server;
+	} else if (attr->cpu >= 0) {
+		for (i = 0; i < rt->nr && rt->servers[i].cpu != attr->cpu; i++)
+			;
+		if (i == rt->nr)
+			return -EINVAL;
+		idx = i;
+	} else {
+		idx = umcg__fetch_add(&rt->rr, 1, umcg__relaxed) % rt->nr;
+	}
+
+	if (posix_memalign((void **)&w, UMCG_TASK_ALIGN, sizeof(*w)))
+		return -ENOMEM;
+	memset(w, 0, sizeof(*w));
+	w->rt = rt;
+	w->fn = fn;
+	w->arg = arg;
+	w->prio = attr->priority;
+	w->deadline = attr->deadline;
+	w->st.server = -1;
+	if (attr->name) {
+		strncpy(w->name, attr->name, sizeof(w->name) - 1);
+	}
+	if (attr->server < 0 && attr->cpu < 0 && rt->ops.select_server) {
+		idx = rt->ops.select_server(rt->policy, w, idx);
+		if (idx >= rt->nr)
+			idx %= rt->nr;
+	}
+	w->server = idx;
+	w->detach = wp ? DETACH_JOINABLE : DETACH_DETACHED;
+
+	umcg__fetch_add(&rt->live, 1, umcg__acq_rel);
+	pthread_attr_init(&pa);
+	pthread_attr_setstacksize(&pa, stack);
+	if (!wp)
+		pthread_attr_setdetachstate(&pa, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&w->thread, &pa, worker_main, w);
+	pthread_attr_destroy(&pa);
+	if (ret) {
+		free(w);
+		live_dec(rt);
+		return ret == EAGAIN ? -EAGAIN : -ret;
+	}
+	if (wp)
+		*wp = w;
+	return 0;
+}
+
+/* Sleep in the kernel as a worker: tell the emulation first. */
+static void blocking_wait_word(int *word, int val)
+{
+	bool hooked = umcg_block_begin() == 0;
+
+	wait_word(word, val);
+	if (hooked)
+		umcg_block_end();
+}
+
+static void reap(struct umcg_worker *w, void **retval)
+{
+	struct umcg_rt *rt = w->rt;
+	bool hooked;
+
+	if (retval)
+		*retval = w->retval;
+	hooked = umcg_block_begin() == 0;
+	pthread_join(w->thread, NULL);
+	if (hooked)
+		umcg_block_end();
+	free(w);
+	live_dec(rt);
+}
+
+UMCG_API int umcg_join(struct umcg_worker *w, void **retval)
+{
+	if (!w)
+		return -EINVAL;
+	if (forked(w->rt))
+		return -ECHILD;
+	if (w == cur_worker)
+		return -EDEADLK;
+	if (umcg__load(&w->detach, umcg__acquire) == DETACH_DETACHED)
+		return -EINVAL;
+	/* Pairs with the release store of `done` in worker_finish(). */
+	blocking_wait_word(&w->done, 0);
+	reap(w, retval);
+	return 0;
+}
+
+UMCG_API int umcg_detach(struct umcg_worker *w)
+{
+	int joinable = DETACH_JOINABLE;
+
+	if (!w)
+		return -EINVAL;
+	if (umcg__cas(&w->detach, &joinable, DETACH_DETACHED, umcg__acq_rel)) {
+		pthread_detach(w->thread);
+		return 0;
+	}
+	if (joinable == DETACH_DETACHED)
+		return -EINVAL;
+	/* Already finished: detaching means nobody joins it; reap it now. */
+	blocking_wait_word(&w->done, 0);
+	reap(w, NULL);
+	return 0;
+}
+
+UMCG_API int umcg_exit(void *retval)
+{
+	struct umcg_worker *w = cur_worker;
+
+	if (!w)
+		return -EPERM;
+	/* worker_main's cleanup handler finishes the worker. */
+	w->retval = retval;
+	pthread_exit(retval);
+}
+
+UMCG_API struct umcg_worker *umcg_self(void)
+{
+	return cur_worker;
+}
+
+UMCG_API int umcg_yield(void)
+{
+	struct umcg_worker *w = cur_worker;
+
+	if (!w)
+		return -EPERM;
+	STAT_INC(w->st.yields);
+	yield_self(w);
+	return 0;
+}
+
+UMCG_API uint64_t umcg_now(void)
+{
+	struct umcg_worker *w = cur_worker;
+
+	return clock_ns(w ? w->rt->attr.clock : CLOCK_MONOTONIC);
+}
+
+UMCG_API int umcg_sleep_until(uint64_t deadline)
+{
+	struct umcg_worker *w = cur_worker;
+	struct timespec ts;
+	bool hooked;
+	int ret;
+
+	if (!w)
+		return -EPERM;
+	ts.tv_sec = (time_t)(deadline / 1000000000ull);
+	ts.tv_nsec = (long)(deadline % 1000000000ull);
+	hooked = umcg_block_begin() == 0;
+	do {
+		ret = clock_nanosleep(w->rt->attr.clock, TIMER_ABSTIME, &ts, NULL);
+	} while (ret == EINTR);
+	if (hooked)
+		umcg_block_end();
+	return 0;
+}
+
+UMCG_API int umcg_sleep_for(uint64_t ns)
+{
+	if (!cur_worker)
+		return -EPERM;
+	return umcg_sleep_until(umcg_now() + ns);
+}
+
+UMCG_API int umcg_park(void)
+{
+	struct umcg_worker *w = cur_worker;
+	int expected = PARK_PERMIT;
+
+	if (!w)
+		return -EPERM;
+	if (umcg__cas(&w->park, &expected, PARK_NORMAL, umcg__seq_cst))
+		return 0;
+	if (expected != PARK_NORMAL ||
+	    !umcg__cas(&w->park, &expected, PARK_PARKING, umcg__seq_cst)) {
+		/* A permit arrived in between. */
+		expected = PARK_PERMIT;
+		umcg__cas(&w->park, &expected, PARK_NORMAL, umcg__seq_cst);
+		return 0;
+	}
+	w->park_ts = clock_ns(w->rt->attr.clock);
+	yield_self(w);
+	return 0;
+}
+
+UMCG_API int umcg_unpark(struct umcg_worker *w)
+{
+	struct umcg_worker *me = cur_worker;
+	struct server *s;
+	int p;
+
+	if (!w)
+		return -EINVAL;
+	p = umcg__load(&w->park, umcg__seq_cst);
+	for (;;) {
+		switch (p) {
+		case PARK_PERMIT:
+			return 0;
+		case PARK_NORMAL:
+		case PARK_PARKING:
+			if (umcg__cas(&w->park, &p, PARK_PERMIT, umcg__seq_cst))
+				return 0;
+			continue;
+		case PARK_PARKED:
+			if (umcg__cas(&w->park, &p, PARK_NORMAL, umcg__seq_cst))
+				goto wake;
+			continue;
+		default:
+			return -EINVAL;
+		}
+	}
+wake:
+	/* We own @w now: it is RUNNABLE and on no list. */
+	s = &w->rt->servers[w->server];
+	w->unparked = 1;
+	umcg__store(&w->task.runnable_ts, clock_ns(w->rt->attr.clock), umcg__relaxed);
+	push_list(&s->task, &w->task);
+	/* A worker of that server will give it the CPU back soon anyway. */
+	if (!me || me->rt != w->rt || me->server != w->server)
+		poke(s);
+	return 0;
+}
+
+UMCG_API const char *umcg_worker_name(const struct umcg_worker *w)
+{
+	return w ? w->name : "";
+}
+
+UMCG_API pid_t umcg_worker_tid(const struct umcg_worker *w)
+{
+	return w ? umcg__load(&w->tid, umcg__acquire) : 0;
+}
+
+UMCG_API int umcg_worker_priority(const struct umcg_worker *w)
+{
+	return w ? w->prio : 0;
+}
+
+UMCG_API uint64_t umcg_worker_deadline(const struct umcg_worker *w)
+{
+	return w ? umcg__load(&w->deadline, umcg__relaxed) : 0;
+}
+
+UMCG_API int umcg_worker_set_deadline(uint64_t deadline)
+{
+	if (!cur_worker)
+		return -EPERM;
+	umcg__store(&cur_worker->deadline, deadline, umcg__relaxed);
+	return 0;
+}
+
+UMCG_API struct umcg_policy_link *umcg_worker_link(struct umcg_worker *w)
+{
+	return &w->link;
+}
+
+UMCG_API struct umcg_worker *umcg_worker_from_link(struct umcg_policy_link *link)
+{
+	return (struct umcg_worker *)((char *)link - offsetof(struct umcg_worker, link));
+}
+
+/* ---- statistics ----------------------------------------------------------- */
+
+UMCG_API int umcg_rt_server_stats(const struct umcg_rt *rt, unsigned int server,
+				  struct umcg_server_stats *out)
+{
+	const struct umcg_server_stats *st;
+
+	if (!rt || !out || server >= rt->nr)
+		return -EINVAL;
+	st = &rt->servers[server].st;
+	out->switches = umcg__load(&st->switches, umcg__relaxed);
+	out->preemptions = umcg__load(&st->preemptions, umcg__relaxed);
+	out->blocks = umcg__load(&st->blocks, umcg__relaxed);
+	out->yields = umcg__load(&st->yields, umcg__relaxed);
+	out->steals = umcg__load(&st->steals, umcg__relaxed);
+	out->idle_wakeups = umcg__load(&st->idle_wakeups, umcg__relaxed);
+	out->wakeups_sent = umcg__load(&st->wakeups_sent, umcg__relaxed);
+	out->cpu = st->cpu;
+	return 0;
+}
+
+UMCG_API int umcg_worker_stats(const struct umcg_worker *w, struct umcg_worker_stats *out)
+{
+	if (!w || !out)
+		return -EINVAL;
+	out->switches = umcg__load(&w->st.switches, umcg__relaxed);
+	out->preemptions = umcg__load(&w->st.preemptions, umcg__relaxed);
+	out->blocks = umcg__load(&w->st.blocks, umcg__relaxed);
+	out->yields = umcg__load(&w->st.yields, umcg__relaxed);
+	out->running_ns = umcg__load(&w->st.running_ns, umcg__relaxed);
+	out->runnable_ns = umcg__load(&w->st.runnable_ns, umcg__relaxed);
+	out->blocked_ns = umcg__load(&w->st.blocked_ns, umcg__relaxed);
+	out->server = umcg__load(&w->st.server, umcg__relaxed);
+	return 0;
+}
