@@ -256,6 +256,10 @@ static void unregister_self(void)
 {
 	struct umcg__etask *e = self_task;
 
+	/* From here on a kick only futex-wakes us (3. above), and a kick
+	 * signal already on its way finds in_lib set and does nothing: the
+	 * thread must not be preempted once it left the registry. */
+	umcg__store(&e->in_lib, 1, umcg__seq_cst);
 	umcg__registry_remove(e);
 	self_task = NULL;
 	pthread_setspecific(exit_key, NULL);

@@ -99,7 +99,8 @@ enum umcg_backend {
  *  -EINVAL if @backend is not one of enum umcg_backend;
  *  -ENOSYS if the kernel backend was asked for and is not available (the
  *   choice then stays open, so the caller may select another);
- *  -EBUSY if another backend is already active.
+ *  -EBUSY if another backend is already active, or the choice was already
+ *   made and failed (UMCG_BACKEND named an unavailable backend).
  * Context: any thread.
  */
 UMCG_API int umcg_backend_select(enum umcg_backend backend);
@@ -213,9 +214,13 @@ UMCG_API int umcg_wait(uint32_t flags, uint64_t abs_timeout);
  *
  * A worker in state RUNNING | UMCG_TF_PREEMPT becomes RUNNABLE, is pushed on
  * its server's list, wakes its server, and sleeps until it is RUNNING again.
- * Otherwise nothing visible happens. On the emulation the kick is the
- * signal umcg_kick_signal() sent with tgkill(); a task sleeping inside the
- * library is woken with a futex instead.
+ * Otherwise nothing visible happens, except that a target asleep in
+ * umcg_wait() wakes up and re-reads its state: if something made it RUNNING
+ * meanwhile (a CAS RUNNABLE -> RUNNING by another thread), its umcg_wait()
+ * returns. That is how a thread that is not a server wakes a sleeping
+ * server: CAS its state RUNNABLE -> RUNNING, then kick it. On the emulation
+ * the kick is the signal umcg_kick_signal() sent with tgkill(); a task
+ * sleeping inside the library is woken with a futex instead.
  *
  * Return: 0 on success; -ESRCH if @tid is not a registered UMCG task of this
  *  process; -EINVAL if @flags is not 0.
@@ -272,6 +277,7 @@ UMCG_API int umcg_kick_signal(void);
  * Return: 0 on success (also on the kernel backend, always);
  *  -EINVAL if the caller is not a registered worker, or is already inside
  *   a blocking region;
+ *  -ESRCH if its server_tid names no registered server;
  *  -EAGAIN if the caller's state is not RUNNING.
  * Context: a worker.
  */
@@ -283,7 +289,9 @@ UMCG_API int umcg_block_begin(void);
  * Sleeps until the caller's server runs it again.
  *
  * Return: 0 on success (also on the kernel backend, always);
- *  -EINVAL if the caller is not inside a blocking region.
+ *  -EINVAL if the caller is not inside a blocking region;
+ *  -ESRCH if its server_tid names no registered server (the caller stays
+ *   inside the blocking region; fix server_tid and call again).
  * Context: a worker.
  */
 UMCG_API int umcg_block_end(void);
