@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# tests/install/run.sh BUILD_DIR
+#
+# Installs the libumcg build tree BUILD_DIR into a temporary prefix, then
+# builds and runs the consumer of this directory against that prefix twice:
+# as a CMake project with find_package(umcg) (shared and static), and by
+# hand with `cc $(pkg-config --cflags --libs libumcg)`. Each run must find
+# the installed copy, not some other one on the system.
+#
+# Environment: CC (default cc); UMCG_CONSUMER_FLAGS, compiler and linker
+# flags the build tree was made with (its sanitizers), also given to the
+# consumer so that it can load a sanitized libumcg.so.
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ ! -f "$1/CMakeCache.txt" ]; then
+	echo "usage: $0 BUILD_DIR (a configured and built libumcg build tree)" >&2
+	exit 2
+fi
+build=$(cd "$1" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cc=${CC:-cc}
+read -r -a flags <<<"${UMCG_CONSUMER_FLAGS:-}"
+strict=(-std=c11 -Wall -Wextra -Wpedantic -Werror)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/umcg-install-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+step() {
+	printf '== %s\n' "$*"
+}
+
+step "install $build into $prefix"
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
+	{ cat "$tmp/install.log"; exit 1; }
+
+step "find_package(umcg): configure and build"
+cmake -S "$here" -B "$tmp/cmake" \
+	-DCMAKE_PREFIX_PATH="$prefix" \
+	-DCMAKE_C_COMPILER="$cc" \
+	-DCMAKE_C_FLAGS="${flags[*]}" \
+	-DCMAKE_EXE_LINKER_FLAGS="${flags[*]}" \
+	-DCMAKE_BUILD_TYPE=Debug
+umcg_dir=$(sed -n 's/^umcg_DIR:PATH=//p' "$tmp/cmake/CMakeCache.txt")
+case "$umcg_dir" in
+"$prefix"/*) ;;
+*)
+	echo "find_package(umcg) found $umcg_dir, not the copy in $prefix" >&2
+	exit 1
+	;;
+esac
+cmake --build "$tmp/cmake"
+
+step "find_package(umcg): run umcg::umcg"
+"$tmp/cmake/umcg-consumer" | tee "$tmp/shared.out"
+step "find_package(umcg): run umcg::umcg_static"
+"$tmp/cmake/umcg-consumer-static"
+
+step "pkg-config: build and run"
+pc=$(find "$prefix" -name libumcg.pc)
+if [ "$(printf '%s\n' "$pc" | wc -l)" -ne 1 ] || [ -z "$pc" ]; then
+	echo "expected one libumcg.pc under $prefix, found: ${pc:-none}" >&2
+	exit 1
+fi
+export PKG_CONFIG_PATH
+PKG_CONFIG_PATH=$(dirname "$pc")
+libdir=$(pkg-config --variable=libdir libumcg)
+case "$libdir" in
+"$prefix"/*) ;;
+*)
+	echo "libumcg.pc gives libdir=$libdir, outside $prefix" >&2
+	exit 1
+	;;
+esac
+read -r -a pc_flags <<<"$(pkg-config --cflags --libs libumcg)"
+"$cc" "${strict[@]}" "${flags[@]}" -o "$tmp/consumer-pc" "$here/consumer.c" "${pc_flags[@]}"
+LD_LIBRARY_PATH=$libdir "$tmp/consumer-pc" | tee "$tmp/pc.out"
+
+step "versions agree"
+pc_version=$(pkg-config --modversion libumcg)
+for out in "$tmp/shared.out" "$tmp/pc.out"; do
+	read -r _ version _ <"$out"
+	if [ "$version" != "$pc_version" ]; then
+		echo "libumcg.pc says $pc_version, the library says $version" >&2
+		exit 1
+	fi
+done
+echo "install test passed: libumcg $pc_version"
