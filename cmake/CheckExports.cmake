@@ -26,7 +26,7 @@ set(node "${CMAKE_MATCH_1}")
 string(REGEX MATCHALL "[A-Za-z_][A-Za-z0-9_]*" map_names "${CMAKE_MATCH_2}")
 list(SORT map_names)
 
-# The headers: every function declared with UMCG_API.
+# The headers: every function and object declared with UMCG_API.
 string(REPLACE "|" ";" headers "${HEADERS}")
 set(header_names "")
 foreach(file IN LISTS headers)
@@ -35,6 +35,13 @@ foreach(file IN LISTS headers)
 	foreach(decl IN LISTS decls)
 		string(REGEX MATCH "umcg_[a-z0-9_]+\\($" name "${decl}")
 		string(REPLACE "(" "" name "${name}")
+		list(APPEND header_names "${name}")
+	endforeach()
+	# Exported objects: UMCG_API extern const <type> umcg_name;
+	# (the match stops before the ';', which would split the list)
+	string(REGEX MATCHALL "\nUMCG_API extern const [^;(]*[ *]umcg_[a-z0-9_]+" decls "${header}")
+	foreach(decl IN LISTS decls)
+		string(REGEX MATCH "umcg_[a-z0-9_]+$" name "${decl}")
 		list(APPEND header_names "${name}")
 	endforeach()
 endforeach()

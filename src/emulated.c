@@ -183,10 +183,15 @@ static void follow_server(struct umcg__etask *e, struct umcg__etask *srv)
 	e->synced_server = srv;
 }
 
-/* A worker becomes RUNNABLE and tells its server. */
-static void enqueue_self(struct umcg__etask *e, struct umcg__etask *srv)
+/* Stamp runnable_ts: the caller just entered RUNNABLE. */
+static void stamp_runnable(struct umcg__etask *e)
 {
 	umcg__store(&e->ut->runnable_ts, now_ns(e->clock), umcg__relaxed);
+}
+
+/* A RUNNABLE worker goes on its server's list. */
+static void enqueue_self(struct umcg__etask *e, struct umcg__etask *srv)
+{
 	follow_server(e, srv);
 	push(srv->ut, e->ut);
 }
@@ -228,6 +233,7 @@ static void return_to_user(struct umcg__etask *e)
 				continue;
 			}
 			if (xition(ut, UMCG_TASK_RUNNING, UMCG_TASK_RUNNABLE)) {
+				stamp_runnable(e);
 				enqueue_self(e, srv);
 				wake_server(srv);
 				wait_running(e, 0);
@@ -387,8 +393,8 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 	} else if ((pid_t)self->server_tid != tid) {
 		return -ESRCH;
 	}
-	/* 10 */
-	if (umcg__load(&self->state, umcg__relaxed) !=
+	/* 10: state and flag bits exact; the user bits 16-31 are free. */
+	if ((umcg__load(&self->state, umcg__relaxed) & (UMCG_TASK_MASK | UMCG_TF_MASK)) !=
 	    (worker ? UMCG_TASK_BLOCKED : UMCG_TASK_RUNNING))
 		return -EINVAL;
 
@@ -419,6 +425,7 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 	}
 	/* A worker: BLOCKED -> RUNNABLE, push, wake the server, wait to run. */
 	xition(self, UMCG_TASK_BLOCKED, UMCG_TASK_RUNNABLE);
+	stamp_runnable(e);
 	enqueue_self(e, srv);
 	wake_server(srv);
 	return_to_user(e);
@@ -488,6 +495,7 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 		ret = -EAGAIN;
 		goto out;
 	}
+	stamp_runnable(e);
 	if (e->worker) {
 		/* 5 */
 		enqueue_self(e, srv);
@@ -602,6 +610,7 @@ static int e_block_end(void)
 	umcg__store(&e->in_lib, 1, umcg__seq_cst);
 	umcg__store(&e->in_block, 0, umcg__seq_cst);
 	if (xition(e->ut, UMCG_TASK_BLOCKED, UMCG_TASK_RUNNABLE)) {
+		stamp_runnable(e);
 		enqueue_self(e, srv);
 		wake_server(srv);
 	}

@@ -44,11 +44,12 @@
  * Parking (umcg_park/umcg_unpark), per worker `park` word:
  *	NORMAL -> PERMIT          unpark before park
  *	NORMAL -> PARKING         park: worker about to yield
- *	PARKING -> PERMIT         unpark while parking: the server enqueues it
+ *	PARKING -> NORMAL         unpark while parking: the server, finding it
+ *	                          NORMAL on its list, enqueues it
  *	PARKING -> PARKED         server saw it on its list: held aside
  *	PARKED -> NORMAL          unpark: the unparker pushes it on its
  *	                          server's runnable list and pokes the server
- *	PERMIT -> NORMAL          park consumes the permit, or the server does
+ *	PERMIT -> NORMAL          park consumes the permit
  * All transitions are seq_cst CASes; exactly one party wins each, and only
  * the winner of PARKED -> NORMAL pushes the worker, so it is on at most one
  * list or queue at any time.
@@ -402,7 +403,7 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 {
 	struct umcg_rt *rt = s->rt;
 	struct umcg_task *t, *tmp;
-	int parking = PARK_PARKING, permit = PARK_PERMIT;
+	int parking = PARK_PARKING;
 
 	list = umcg_runnable_sort_oldest(list);
 	umcg_runnable_for_each(t, tmp, list)
@@ -427,12 +428,10 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 				STAT_INC(w->st.yields);
 				continue; /* held aside until unparked */
 			}
+			/* Unparked while parking: it runs again. */
 			parking = PARK_PARKING;
-		}
-		/* A permit that arrived while it was parking: consume it. */
-		if (umcg__cas(&w->park, &permit, PARK_NORMAL, umcg__seq_cst))
 			why = UMCG_ENQ_WAKE;
-		permit = PARK_PERMIT;
+		}
 		rt->ops.enqueue(rt->policy, s->idx, w, why);
 	}
 }
@@ -602,6 +601,22 @@ static void stop_servers(struct umcg_rt *rt, unsigned int n)
 		pthread_join(rt->servers[i].thread, NULL);
 }
 
+/* After stop_servers(): ready for another umcg_rt_start(). */
+static void reset_servers(struct umcg_rt *rt)
+{
+	unsigned int i;
+
+	for (i = 0; i < rt->nr; i++) {
+		struct server *s = &rt->servers[i];
+
+		umcg__store(&s->ready, 0, umcg__relaxed);
+		umcg__store(&s->idle, 0, umcg__relaxed);
+		s->current = NULL;
+		s->tid = 0;
+	}
+	umcg__store(&rt->stopping, 0, umcg__relaxed);
+}
+
 UMCG_API int umcg_rt_start(struct umcg_rt *rt)
 {
 	unsigned int i;
@@ -629,9 +644,7 @@ UMCG_API int umcg_rt_start(struct umcg_rt *rt)
 	}
 	if (ret) {
 		stop_servers(rt, i);
-		umcg__store(&rt->stopping, 0, umcg__relaxed);
-		for (i = 0; i < rt->nr; i++)
-			rt->servers[i].ready = 0;
+		reset_servers(rt);
 		return ret;
 	}
 	rt->started = 1;
@@ -666,8 +679,8 @@ UMCG_API int umcg_rt_stop(struct umcg_rt *rt)
 	if (umcg__load(&rt->live, umcg__acquire))
 		return -EBUSY;
 	stop_servers(rt, rt->nr);
+	reset_servers(rt);
 	rt->started = 0;
-	umcg__store(&rt->stopping, 0, umcg__relaxed);
 	return 0;
 }
 
@@ -996,8 +1009,12 @@ UMCG_API int umcg_unpark(struct umcg_worker *w)
 		case PARK_PERMIT:
 			return 0;
 		case PARK_NORMAL:
-		case PARK_PARKING:
 			if (umcg__cas(&w->park, &p, PARK_PERMIT, umcg__seq_cst))
+				return 0;
+			continue;
+		case PARK_PARKING:
+			/* Not held aside yet: its server will enqueue it. */
+			if (umcg__cas(&w->park, &p, PARK_NORMAL, umcg__seq_cst))
 				return 0;
 			continue;
 		case PARK_PARKED:

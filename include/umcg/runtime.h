@@ -410,17 +410,21 @@ struct umcg_policy_link {
  * struct umcg_policy_ops - a scheduling policy.
  * @name: for stats and the demo.
  * @create: required; build the policy's state for @nr_servers servers.
- *	Return it, or NULL on failure.
+ *	Return it, or NULL on failure (umcg_rt_create() then fails with
+ *	-ENOMEM).
  * @destroy: required; free it.
  * @enqueue: required; @w becomes runnable on @server.
  * @pick_next: required; the worker @server should run next (removed from
  *	the queue), or NULL if @server has nothing.
  * @steal: optional; take a queued worker from another server for @thief,
- *	or NULL. The runtime migrates it to @thief.
+ *	or NULL. The runtime migrates it to @thief: from then on it belongs to
+ *	@thief's queues (an ENQ_RETURN of it goes to @thief).
  * @nr_queued: optional; how many workers wait on @server (used to wake idle
  *	servers when @server has surplus). Without it no idle server is woken.
  * @select_server: optional; the server a new worker with no affinity
- *	starts on (@hint is a round-robin suggestion). Default: @hint.
+ *	starts on (@hint is a round-robin suggestion). Default: @hint. The
+ *	exception to the threading rule: it runs on the thread that calls
+ *	umcg_spawn(), so it must not touch per-server state without a lock.
  * @on_block: optional; @w, which @server was running, blocked.
  * @on_exit: optional; @w, last run by @server, finished.
  */
