@@ -901,6 +901,8 @@ UMCG_API int umcg_detach(struct umcg_worker *w)
 
 	if (!w)
 		return -EINVAL;
+	if (forked(w->rt))
+		return -ECHILD;
 	if (umcg__cas(&w->detach, &joinable, DETACH_DETACHED, umcg__acq_rel)) {
 		pthread_detach(w->thread);
 		return 0;
@@ -998,11 +1000,14 @@ UMCG_API int umcg_park(void)
 UMCG_API int umcg_unpark(struct umcg_worker *w)
 {
 	struct umcg_worker *me = cur_worker;
+	bool same_server;
 	struct server *s;
 	int p;
 
 	if (!w)
 		return -EINVAL;
+	if (forked(w->rt))
+		return -ECHILD;
 	p = umcg__load(&w->park, umcg__seq_cst);
 	for (;;) {
 		switch (p) {
@@ -1026,13 +1031,19 @@ UMCG_API int umcg_unpark(struct umcg_worker *w)
 		}
 	}
 wake:
-	/* We own @w now: it is RUNNABLE and on no list. */
+	/*
+	 * We own @w now: it is RUNNABLE and on no list. Its server wrote
+	 * w->server before its PARKING -> PARKED CAS, which our CAS read.
+	 * Once pushed, @w may run, finish and be freed: decide everything
+	 * before the push.
+	 */
 	s = &w->rt->servers[w->server];
+	/* A worker of that server will give it the CPU back soon anyway. */
+	same_server = me && me->rt == w->rt && me->server == w->server;
 	w->unparked = 1;
 	umcg__store(&w->task.runnable_ts, clock_ns(w->rt->attr.clock), umcg__relaxed);
 	push_list(&s->task, &w->task);
-	/* A worker of that server will give it the CPU back soon anyway. */
-	if (!me || me->rt != w->rt || me->server != w->server)
+	if (!same_server)
 		poke(s);
 	return 0;
 }

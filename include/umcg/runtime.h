@@ -93,7 +93,8 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
  *
  * Return: 0 once every server is registered and waiting for work; -EINVAL
  *  for NULL; -EBUSY if already started; -EAGAIN if a thread could not be
- *  created (nothing is left running); -ECHILD after fork().
+ *  created (nothing is left running); -EDEADLK from a worker; -ECHILD
+ *  after fork().
  * Context: any thread that is not one of @rt's workers.
  */
 UMCG_API int umcg_rt_start(struct umcg_rt *rt);
@@ -128,7 +129,8 @@ UMCG_API int umcg_rt_stop(struct umcg_rt *rt);
  *
  * In a child after fork() it only frees the memory.
  *
- * Return: 0; -EBUSY if workers are alive (nothing is freed).
+ * Return: 0; -EBUSY if workers are alive (nothing is freed); -EDEADLK from
+ *  a worker of @rt.
  * Context: any thread that is not one of @rt's workers.
  */
 UMCG_API int umcg_rt_destroy(struct umcg_rt *rt);
@@ -209,7 +211,8 @@ UMCG_API int umcg_join(struct umcg_worker *w, void **retval);
 
 /**
  * umcg_detach() - let @w free itself when it finishes.
- * Return: 0; -EINVAL for NULL or a worker already detached.
+ * Return: 0; -EINVAL for NULL or a worker already detached; -ECHILD after
+ *  fork().
  * Context: any thread.
  */
 UMCG_API int umcg_detach(struct umcg_worker *w);
@@ -274,7 +277,7 @@ UMCG_API int umcg_park(void);
  * umcg_unpark() - make a parked worker runnable, or give it a permit.
  * @w: the worker.
  *
- * Return: 0; -EINVAL for NULL.
+ * Return: 0; -EINVAL for NULL; -ECHILD after fork().
  * Context: any thread.
  */
 UMCG_API int umcg_unpark(struct umcg_worker *w);
@@ -287,7 +290,8 @@ UMCG_API int umcg_unpark(struct umcg_worker *w);
 UMCG_API uint64_t umcg_now(void);
 
 /**
- * umcg_worker_name() - the name given at spawn ("" if none).
+ * umcg_worker_name() - the name given at spawn, cut to 15 bytes ("" if none
+ * or @w is NULL).
  * Context: any thread, while @w is alive or joinable.
  */
 UMCG_API const char *umcg_worker_name(const struct umcg_worker *w);
@@ -299,9 +303,11 @@ UMCG_API const char *umcg_worker_name(const struct umcg_worker *w);
 UMCG_API pid_t umcg_worker_tid(const struct umcg_worker *w);
 
 /* ------------------------------------------------------------------------
- * Statistics. Counters are updated by the servers (and, for yields, parks
- * and blocks, by the workers) with relaxed atomics: a snapshot is
- * consistent per counter, not across counters.
+ * Statistics. Counters are updated by the servers (and, for yields, by the
+ * workers) with relaxed atomics: a snapshot is consistent per counter, not
+ * across counters. A server accounts a worker's run when the worker comes
+ * back to it, so the figures of a worker lag by its current run (during
+ * its first run, `server` is still -1).
  * ---------------------------------------------------------------------- */
 
 /**
