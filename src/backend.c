@@ -210,6 +210,16 @@ UMCG_API int umcg_preempt(struct umcg_task *worker, pid_t tid)
 	if (!worker || ((uintptr_t)worker & (UMCG_TASK_ALIGN - 1)))
 		return -EINVAL;
 	/*
+	 * Reject a bad @tid before the flag goes in: a kernel acts on
+	 * TF_PREEMPT at the caller's own next return to user space when
+	 * @worker is the caller. umcg_kick() checks the tid before the flags,
+	 * so flags = 1 answers -ESRCH for a bad tid and -EINVAL, doing
+	 * nothing, for a good one.
+	 */
+	ret = umcg_kick(1, tid);
+	if (ret != -EINVAL)
+		return ret ? ret : -EINVAL;
+	/*
 	 * Set TF_PREEMPT only while the worker is RUNNING. The seq_cst CAS
 	 * orders the flag before the kick's look at the target (see the
 	 * kick protocol in emulated.c), and on the kernel the syscall

@@ -348,7 +348,16 @@ out:
 
 /* ---- umcg_ctl ---------------------------------------------------------- */
 
-/* Check 7: @t must be readable (and, since we CAS on it, writable). */
+/*
+ * Check 7: @t must be readable (and, since we CAS on it, writable), found
+ * without touching it. A 64-byte aligned block never crosses a page, so
+ * its first 8 bytes tell for all of it. rt_sigprocmask() copies the new
+ * set in before it looks at `how`, so an invalid `how` gives -EFAULT for
+ * unreadable memory and -EINVAL, changing nothing, for readable memory.
+ * Writability: process_vm_writev() of the bytes just read, where the
+ * kernel has it (it changes nothing: the block belongs to the calling
+ * thread, which is busy registering).
+ */
 static int check_access(struct umcg_task *t)
 {
 	unsigned char buf[sizeof(*t)];
@@ -356,13 +365,12 @@ static int check_access(struct umcg_task *t)
 	struct iovec remote = { t, sizeof(*t) };
 	long r;
 
-	r = umcg__syscall6(SYS_process_vm_readv, getpid(), (long)&local, 1, (long)&remote, 1, 0);
+	r = umcg__syscall6(SYS_rt_sigprocmask, -1, (long)t, 0, 8, 0, 0);
 	if (r == -EFAULT)
 		return -EFAULT;
+	r = umcg__syscall6(SYS_process_vm_readv, getpid(), (long)&local, 1, (long)&remote, 1, 0);
 	if (r != (long)sizeof(buf))
-		return 0; /* process_vm_readv not allowed here: assume readable */
-	/* Writing back the bytes just read changes nothing: the block belongs
-	 * to the calling thread, which is busy registering. */
+		return 0; /* not available here: readable is all we know */
 	r = umcg__syscall6(SYS_process_vm_writev, getpid(), (long)&local, 1, (long)&remote, 1, 0);
 	return r == -EFAULT ? -EFAULT : 0;
 }

@@ -262,4 +262,6 @@ UMCG_API const struct umcg_policy_ops umcg_policy_fifo = {
 	.pick_next = fifo_pick_next,
 	.steal = fifo_steal,
 	.nr_queued = fifo_nr_queued,
+	/* Bounded handoffs keep FIFO fair enough: see runtime.h. */
+	.flags = UMCG_POLICY_F_HANDOFF,
 };

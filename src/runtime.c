@@ -54,6 +54,26 @@
  * the winner of PARKED -> NORMAL pushes the worker, so it is on at most one
  * list or queue at any time.
  *
+ * Direct handoff (policies with UMCG_POLICY_F_HANDOFF, at most
+ * HANDOFF_BUDGET times between two picks of the server, so that workers
+ * waiting in its queue lose at most that many turns): a worker that
+ * unparks a parked worker X of its own server keeps X (instead of pushing
+ * it) and names it in its own next_tid,
+ * recorded in `staged`. Its next yield, park or block then wakes X
+ * directly (the backend consumes next_tid), without a round trip through
+ * the sleeping server. The server learns about it when it next wakes
+ * (resolve_current()): if its current worker C is no longer RUNNING and
+ * C->staged is set, then C's next_tid == 0 means X got the CPU (X becomes
+ * current, and so on along the chain); a next_tid still set while C is not
+ * inside its switch (C was preempted, which does not use next_tid) means X
+ * never ran: the server clears C's next_tid and queues X. A worker sets
+ * `in_switch` only after its state is RUNNABLE, when no preemption can
+ * come any more, so "in_switch and next_tid set" always ends in a
+ * consumption; the server yields the CPU until it sees it. C writes
+ * `staged` and its next_tid only while RUNNING; the server reads and
+ * clears them only once C has left RUNNING (release/acquire through C's
+ * state word), so the two never race.
+ *
  * Detach vs exit, per worker `detach` word: JOINABLE -> DETACHED
  * (umcg_detach) or JOINABLE -> FINISHED (exit). Whoever loses the CAS frees:
  * a detached worker frees itself at exit; detaching a finished worker joins
@@ -77,6 +97,7 @@
 #define MAX_SERVERS 1024
 #define DEFAULT_STACK (256 * 1024)
 #define IDLE_BACKSTOP_NS 50000000ull /* 50 ms */
+#define HANDOFF_BUDGET 8	     /* direct handoffs between server visits */
 
 enum { PARK_NORMAL, PARK_PERMIT, PARK_PARKING, PARK_PARKED };
 enum { DETACH_JOINABLE, DETACH_DETACHED, DETACH_FINISHED };
@@ -104,6 +125,8 @@ struct umcg_worker {
 	int park;	      /* PARK_* */
 	int detach;	      /* DETACH_* */
 	int done;	      /* futex: 1 once finished and unregistered */
+	int in_switch;	      /* inside yield_self(), state already RUNNABLE */
+	struct umcg_worker *staged; /* handed the CPU to on our next switch */
 	int preempt_sent;     /* server-private: it kicked this worker */
 	int unparked;	      /* server-private: came back through unpark */
 	bool started;	      /* server-private: seen on a list before */
@@ -123,6 +146,7 @@ struct server {
 	int ready;		     /* registered (futex for start) */
 	struct umcg_worker *current; /* ran last and may still be running */
 	uint64_t slice_end;
+	int handoffs_left;	     /* direct handoffs before we look again */
 	struct umcg_server_stats st; /* relaxed atomics */
 } __attribute__((aligned(UMCG_TASK_ALIGN)));
 
@@ -465,6 +489,40 @@ static struct umcg_worker *pick(struct server *s)
 	return w;
 }
 
+/* Which worker runs on @s now? See "Direct handoff" above. */
+static void resolve_current(struct server *s)
+{
+	struct umcg_rt *rt = s->rt;
+	struct umcg_worker *c, *x;
+	uint32_t st, nt;
+
+	while ((c = s->current)) {
+		/* Pairs with the worker's state transitions (seq_cst). */
+		st = umcg__load(&c->task.state, umcg__acquire) & UMCG_TASK_MASK;
+		if (st == UMCG_TASK_RUNNING)
+			return;
+		if (st == UMCG_TASK_BLOCKED && rt->ops.on_block)
+			rt->ops.on_block(rt->policy, s->idx, c);
+		s->current = NULL;
+		x = c->staged;
+		if (!x)
+			return; /* blocked, or about to show up on the list */
+		c->staged = NULL;
+		while ((nt = umcg__load(&c->task.next_tid, umcg__acquire)) &&
+		       umcg__load(&c->in_switch, umcg__seq_cst))
+			sched_yield(); /* it is about to hand over: let it */
+		if (nt) {
+			/* Never used: C was preempted first. */
+			umcg__store(&c->task.next_tid, 0, umcg__relaxed);
+			rt->ops.enqueue(rt->policy, s->idx, x, UMCG_ENQ_WAKE);
+			return;
+		}
+		s->current = x;
+		x->t_pick = clock_ns(rt->attr.clock);
+		account_pick(s, x);
+	}
+}
+
 static void server_loop(struct server *s)
 {
 	struct umcg_rt *rt = s->rt;
@@ -475,26 +533,17 @@ static void server_loop(struct server *s)
 		struct umcg_worker *next = NULL, *exits = NULL;
 		struct umcg_task *list;
 		uint64_t deadline = 0;
-		uint32_t cst;
 		int ret;
 
 		set_state(&s->task, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT);
 		list = umcg_runnable_take(&s->task);
+		/* Before the list: its workers may be links of the chain. */
+		resolve_current(s);
 		if (list)
 			handle_list(s, list, &exits);
 		if (exits) {
 			release_exits(s, exits);
 			continue; /* our state was used: start over */
-		}
-		if (s->current) {
-			cst = umcg__load(&s->current->task.state, umcg__acquire) & UMCG_TASK_MASK;
-			if (cst == UMCG_TASK_BLOCKED) {
-				if (rt->ops.on_block)
-					rt->ops.on_block(rt->policy, s->idx, s->current);
-				s->current = NULL;
-			} else if (cst != UMCG_TASK_RUNNING) {
-				s->current = NULL; /* about to show up on the list */
-			}
 		}
 		if (!s->current) {
 			if (umcg__load(&rt->stopping, umcg__acquire) &&
@@ -506,6 +555,7 @@ static void server_loop(struct server *s)
 		}
 		if (next) {
 			umcg__store(&s->task.next_tid, (uint32_t)next->tid, umcg__relaxed);
+			umcg__store(&s->handoffs_left, HANDOFF_BUDGET, umcg__relaxed);
 			next->t_pick = clock_ns(clk);
 			if (slice)
 				s->slice_end = next->t_pick + slice;
@@ -535,6 +585,8 @@ static void server_loop(struct server *s)
 				account_pick(s, next);
 			}
 		}
+		if (ret == -ETIMEDOUT && slice)
+			resolve_current(s);
 		if (ret == -ETIMEDOUT && s->current && slice) {
 			struct umcg_worker *c = s->current;
 
@@ -710,11 +762,14 @@ static void live_dec(struct umcg_rt *rt)
 			       0, 0, 0);
 }
 
-/* Yield to our server; it decides what happens next. */
+/* Yield to our server (or hand over to our staged worker). */
 static void yield_self(struct umcg_worker *w)
 {
 	set_state(&w->task, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT);
+	/* After the state: see "Direct handoff". */
+	umcg__store(&w->in_switch, 1, umcg__seq_cst);
 	umcg_wait(0, 0);
+	umcg__store(&w->in_switch, 0, umcg__seq_cst);
 }
 
 static void worker_finish(void *arg)
@@ -997,6 +1052,13 @@ UMCG_API int umcg_park(void)
 	return 0;
 }
 
+/* May an unparker on @s hand its CPU straight to the unparked worker? */
+static bool handoff_ok(struct umcg_rt *rt, struct server *s)
+{
+	return (rt->ops.flags & UMCG_POLICY_F_HANDOFF) &&
+	       umcg__fetch_add(&s->handoffs_left, -1, umcg__relaxed) > 0;
+}
+
 UMCG_API int umcg_unpark(struct umcg_worker *w)
 {
 	struct umcg_worker *me = cur_worker;
@@ -1042,6 +1104,12 @@ wake:
 	same_server = me && me->rt == w->rt && me->server == w->server;
 	w->unparked = 1;
 	umcg__store(&w->task.runnable_ts, clock_ns(w->rt->attr.clock), umcg__relaxed);
+	if (same_server && !me->staged && handoff_ok(w->rt, s)) {
+		/* Hand the CPU to @w directly at our next switch. */
+		me->staged = w;
+		umcg__store(&me->task.next_tid, (uint32_t)w->tid, umcg__release);
+		return 0;
+	}
 	push_list(&s->task, &w->task);
 	if (!same_server)
 		poke(s);

@@ -433,6 +433,7 @@ struct umcg_policy_link {
  *	umcg_spawn(), so it must not touch per-server state without a lock.
  * @on_block: optional; @w, which @server was running, blocked.
  * @on_exit: optional; @w, last run by @server, finished.
+ * @flags: UMCG_POLICY_F_* bits.
  */
 struct umcg_policy_ops {
 	const char *name;
@@ -446,7 +447,20 @@ struct umcg_policy_ops {
 	unsigned int (*select_server)(void *policy, struct umcg_worker *w, unsigned int hint);
 	void (*on_block)(void *policy, unsigned int server, struct umcg_worker *w);
 	void (*on_exit)(void *policy, unsigned int server, struct umcg_worker *w);
+	unsigned int flags;
 };
+
+/*
+ * UMCG_POLICY_F_HANDOFF - the runtime may hand the CPU straight from a
+ * worker to a worker it unparked on the same server, at the unparker's
+ * next yield, park or block, bypassing enqueue() and pick_next(). That
+ * saves a round trip through the server (half the thread switches of a
+ * producer/consumer pair). At most 8 such handoffs happen between two
+ * pick_next() calls of a server, so a worker waiting in its queue loses at
+ * most 8 turns. The built-in FIFO policy sets it; a strict-priority policy
+ * must not.
+ */
+#define UMCG_POLICY_F_HANDOFF 0x1U
 
 /** umcg_policy_fifo - FIFO per server, idle servers steal, surplus wakes idle. */
 UMCG_API extern const struct umcg_policy_ops umcg_policy_fifo;

@@ -169,8 +169,9 @@ UMCG_API const char *umcg_backend_reason(void);
  *  -EINVAL: next_tid, __hole or __zero not zero;
  *  -ESRCH: a worker's server_tid is not a registered server of this
  *   process, or a server's server_tid is not its own tid;
- *  -EINVAL: a worker's state is not exactly UMCG_TASK_BLOCKED, or a
- *   server's not exactly UMCG_TASK_RUNNING;
+ *  -EINVAL: a worker's state and flag bits are not exactly
+ *   UMCG_TASK_BLOCKED, or a server's not exactly UMCG_TASK_RUNNING (the
+ *   user bits 16-31 are not looked at);
  *  -ENOSYS (or another error of umcg_backend_active()): no backend.
  * Context: any thread; registration blocks a worker until it is run.
  */
@@ -201,8 +202,15 @@ UMCG_API int umcg_ctl(uint32_t flags, struct umcg_task *self, clockid_t which_cl
  *  -ESRCH: server_tid or next_tid names no UMCG task of this process;
  *  -EAGAIN: the caller's state was not RUNNABLE (something woke it since it
  *   last looked), or next_tid was not RUNNABLE;
- *  -ETIMEDOUT: the deadline passed. A server that fails after its state was
- *   made RUNNABLE is put back to RUNNING before the call returns.
+ *  -ETIMEDOUT: the deadline passed.
+ *  The errors of the first three kinds (-EINVAL, -ERANGE, -ESRCH) change
+ *  nothing, so a server's state stays RUNNABLE|UMCG_TF_COND_WAIT. A server
+ *  that fails after its RUNNABLE -> RUNNABLE transition is put back to
+ *  RUNNING before the call returns.
+ *
+ * A return of 0 does not mean that the server's list holds something new:
+ * a worker pushes itself before it wakes its server, so a server that took
+ * the list between the two is woken later with nothing on it.
  * Context: a server or a worker.
  */
 UMCG_API int umcg_wait(uint32_t flags, uint64_t abs_timeout);
