@@ -28,7 +28,9 @@
  * signal never interrupts a wrapper). If no backend can run, every test
  * would fail for that reason alone: the program exits with 77 (skipped).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <umcg/io.h>
 
 #include <check.h>
