@@ -27,10 +27,10 @@
 #define umcg__fence(order) __atomic_thread_fence(order)
 
 /* Strong compare-and-swap; on failure *@expected is updated. */
-#define umcg__cas(p, expected, desired, order)                                               \
-	__atomic_compare_exchange_n((p), (expected), (desired), false, (order),               \
-				    (order) == __ATOMIC_RELEASE   ? __ATOMIC_RELAXED            \
-				    : (order) == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE            \
-								  : (order))
+#define umcg__cas(p, expected, desired, order)                                       \
+	__atomic_compare_exchange_n((p), (expected), (desired), false, (order),      \
+				    (order) == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : \
+				    (order) == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : \
+								  (order))
 
 #endif /* UMCG_SRC_ATOMICS_H */

@@ -93,11 +93,11 @@ static void decide_from_env_locked(void)
 			return;
 		}
 	}
-	ret = choose_locked(want, env && *env ? (want == UMCG_BACKEND_AUTO ? "UMCG_BACKEND=auto"
-						   : want == UMCG_BACKEND_KERNEL
-							   ? "UMCG_BACKEND=kernel"
-							   : "UMCG_BACKEND=emulated")
-					       : "auto");
+	ret = choose_locked(want, env && *env ?
+					  (want == UMCG_BACKEND_AUTO   ? "UMCG_BACKEND=auto" :
+					   want == UMCG_BACKEND_KERNEL ? "UMCG_BACKEND=kernel" :
+									 "UMCG_BACKEND=emulated") :
+					  "auto");
 	decided_err = ret;
 	__atomic_store_n(&decided, 1, umcg__release);
 }
@@ -128,9 +128,9 @@ UMCG_API int umcg_backend_select(enum umcg_backend backend)
 		return -EINVAL;
 	pthread_mutex_lock(&lock);
 	if (active || decided) {
-		want_ops = backend == UMCG_BACKEND_KERNEL	 ? &umcg__kernel_ops
-			   : backend == UMCG_BACKEND_EMULATED ? &umcg__emulated_ops
-							      : active;
+		want_ops = backend == UMCG_BACKEND_KERNEL   ? &umcg__kernel_ops :
+			   backend == UMCG_BACKEND_EMULATED ? &umcg__emulated_ops :
+							      active;
 		ret = (active && active == want_ops) ? 0 : -EBUSY;
 	} else {
 		ret = choose_locked(backend, "umcg_backend_select()");
@@ -163,13 +163,13 @@ UMCG_API const char *umcg_backend_reason(void)
 	return r;
 }
 
-#define FORWARD(call)                                                \
-	do {                                                         \
-		int err_ = 0;                                        \
+#define FORWARD(call)                                                        \
+	do {                                                                 \
+		int err_ = 0;                                                \
 		const struct umcg__backend_ops *ops_ = umcg__backend(&err_); \
-		if (!ops_)                                           \
-			return err_;                                 \
-		return ops_->call;                                   \
+		if (!ops_)                                                   \
+			return err_;                                         \
+		return ops_->call;                                           \
 	} while (0)
 
 UMCG_API int umcg_ctl(uint32_t flags, struct umcg_task *self, clockid_t which_clock)

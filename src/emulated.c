@@ -568,8 +568,8 @@ static int e_kick(uint32_t flags, pid_t tid)
 		return 0;
 	/* Pairs with the acquire xchg in kick_handler(). */
 	umcg__store(&t->kick_pending, 1, umcg__release);
-	return (int)umcg__syscall6(SYS_tgkill, getpid(), tid, KICK_SIGNAL, 0, 0, 0) < 0 ? -ESRCH
-										     : 0;
+	return (int)umcg__syscall6(SYS_tgkill, getpid(), tid, KICK_SIGNAL, 0, 0, 0) < 0 ? -ESRCH :
+											  0;
 }
 
 /* ---- blocking hooks ----------------------------------------------------- */

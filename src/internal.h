@@ -46,8 +46,7 @@ const struct umcg__backend_ops *umcg__backend(int *err);
 /* Clocks accepted by umcg_ctl() (check 5). */
 static inline bool umcg__clock_valid(clockid_t c)
 {
-	return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC || c == CLOCK_BOOTTIME ||
-	       c == CLOCK_TAI;
+	return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC || c == CLOCK_BOOTTIME || c == CLOCK_TAI;
 }
 
 #endif /* UMCG_SRC_INTERNAL_H */

@@ -108,7 +108,8 @@ int umcg__kernel_detect(char *why, size_t len)
 
 	if (env && *env) {
 		if (parse_nrs(env, nr)) {
-			snprintf(why, len, "UMCG_SYSCALL_NRS=%.40s is not three distinct syscall numbers",
+			snprintf(why, len,
+				 "UMCG_SYSCALL_NRS=%.40s is not three distinct syscall numbers",
 				 env);
 			return -EINVAL;
 		}
@@ -133,8 +134,8 @@ int umcg__kernel_detect(char *why, size_t len)
 		return -ENOSYS;
 	}
 	if (probe(nr, what, sizeof(what))) {
-		snprintf(why, len, "syscalls %ld/%ld/%ld from %s failed the probe: %s", nr[0], nr[1],
-			 nr[2], source, what);
+		snprintf(why, len, "syscalls %ld/%ld/%ld from %s failed the probe: %s", nr[0],
+			 nr[1], nr[2], source, what);
 		return -ENOSYS;
 	}
 	nr_ctl = nr[0];

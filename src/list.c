@@ -20,7 +20,7 @@ UMCG_API struct umcg_task *umcg_runnable_take(struct umcg_task *server)
 	if (!server)
 		return NULL;
 	return (struct umcg_task *)(uintptr_t)umcg__xchg(&server->runnable_workers_ptr, 0,
-							  umcg__seq_cst);
+							 umcg__seq_cst);
 }
 
 UMCG_API size_t umcg_runnable_count(const struct umcg_task *head)

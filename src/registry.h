@@ -27,15 +27,15 @@
  * and written as the protocol in emulated.c describes.
  */
 struct umcg__etask {
-	pid_t tid;		 /* 0 while free */
-	struct umcg_task *ut;	 /* the thread's ABI block */
-	bool worker;		 /* registered with UMCG_CTL_WORKER */
-	clockid_t clock;	 /* registration clock */
-	int in_lib;		 /* inside an emulated call: kicks wake, not signal */
-	int in_block;		 /* between umcg_block_begin() and _end() */
-	int kick_pending;	 /* a kick signal is on its way to this thread */
-	bool have_affinity;	 /* server: `affinity` holds its CPU set */
-	cpu_set_t affinity;	 /* server: CPUs at registration */
+	pid_t tid; /* 0 while free */
+	struct umcg_task *ut; /* the thread's ABI block */
+	bool worker; /* registered with UMCG_CTL_WORKER */
+	clockid_t clock; /* registration clock */
+	int in_lib; /* inside an emulated call: kicks wake, not signal */
+	int in_block; /* between umcg_block_begin() and _end() */
+	int kick_pending; /* a kick signal is on its way to this thread */
+	bool have_affinity; /* server: `affinity` holds its CPU set */
+	cpu_set_t affinity; /* server: CPUs at registration */
 	struct umcg__etask *synced_server; /* worker: whose CPUs it took */
 	struct umcg__etask *free_next;
 };

@@ -97,10 +97,19 @@
 #define MAX_SERVERS 1024
 #define DEFAULT_STACK (256 * 1024)
 #define IDLE_BACKSTOP_NS 50000000ull /* 50 ms */
-#define HANDOFF_BUDGET 8	     /* direct handoffs between server visits */
+#define HANDOFF_BUDGET 8 /* direct handoffs between server visits */
 
-enum { PARK_NORMAL, PARK_PERMIT, PARK_PARKING, PARK_PARKED };
-enum { DETACH_JOINABLE, DETACH_DETACHED, DETACH_FINISHED };
+enum {
+	PARK_NORMAL,
+	PARK_PERMIT,
+	PARK_PARKING,
+	PARK_PARKED
+};
+enum {
+	DETACH_JOINABLE,
+	DETACH_DETACHED,
+	DETACH_FINISHED
+};
 
 struct wstats {
 	uint64_t switches, preemptions, blocks, yields;
@@ -120,19 +129,19 @@ struct umcg_worker {
 	uint64_t deadline;
 	char name[16];
 	struct umcg_policy_link link;
-	unsigned int server;  /* home server; written by servers only */
-	int exiting;	      /* set by the worker before its last yield */
-	int park;	      /* PARK_* */
-	int detach;	      /* DETACH_* */
-	int done;	      /* futex: 1 once finished and unregistered */
-	int in_switch;	      /* inside yield_self(), state already RUNNABLE */
+	unsigned int server; /* home server; written by servers only */
+	int exiting; /* set by the worker before its last yield */
+	int park; /* PARK_* */
+	int detach; /* DETACH_* */
+	int done; /* futex: 1 once finished and unregistered */
+	int in_switch; /* inside yield_self(), state already RUNNABLE */
 	struct umcg_worker *staged; /* handed the CPU to on our next switch */
-	int preempt_sent;     /* server-private: it kicked this worker */
-	int unparked;	      /* server-private: came back through unpark */
-	bool started;	      /* server-private: seen on a list before */
-	uint64_t t_pick;      /* server-private: when it was last run */
-	uint64_t park_ts;     /* when it parked */
-	struct wstats st;     /* relaxed atomics */
+	int preempt_sent; /* server-private: it kicked this worker */
+	int unparked; /* server-private: came back through unpark */
+	bool started; /* server-private: seen on a list before */
+	uint64_t t_pick; /* server-private: when it was last run */
+	uint64_t park_ts; /* when it parked */
+	struct wstats st; /* relaxed atomics */
 } __attribute__((aligned(UMCG_TASK_ALIGN)));
 
 struct server {
@@ -142,11 +151,11 @@ struct server {
 	int cpu;
 	pthread_t thread;
 	pid_t tid;
-	int idle;		     /* sleeping with nothing to run */
-	int ready;		     /* registered (futex for start) */
+	int idle; /* sleeping with nothing to run */
+	int ready; /* registered (futex for start) */
 	struct umcg_worker *current; /* ran last and may still be running */
 	uint64_t slice_end;
-	int handoffs_left;	     /* direct handoffs before we look again */
+	int handoffs_left; /* direct handoffs before we look again */
 	struct umcg_server_stats st; /* relaxed atomics */
 } __attribute__((aligned(UMCG_TASK_ALIGN)));
 
@@ -286,8 +295,7 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 	}
 	ncpu = CPU_COUNT(&rt->cpus);
 	rt->nr = attr->nr_servers ? attr->nr_servers : (unsigned int)ncpu;
-	ret = posix_memalign((void **)&rt->servers, UMCG_TASK_ALIGN,
-			     rt->nr * sizeof(*rt->servers));
+	ret = posix_memalign((void **)&rt->servers, UMCG_TASK_ALIGN, rt->nr * sizeof(*rt->servers));
 	if (ret) {
 		free(rt);
 		return -ENOMEM;
@@ -430,8 +438,7 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 	int parking = PARK_PARKING;
 
 	list = umcg_runnable_sort_oldest(list);
-	umcg_runnable_for_each(t, tmp, list)
-	{
+	umcg_runnable_for_each(t, tmp, list) {
 		struct umcg_worker *w = (struct umcg_worker *)t;
 		enum umcg_enqueue_reason why;
 

@@ -101,7 +101,8 @@ struct umcg_task {
 #endif
 
 UMCG__STATIC_ASSERT(sizeof(struct umcg_task) == 64, "struct umcg_task must be 64 bytes");
-UMCG__STATIC_ASSERT(UMCG__ALIGNOF(struct umcg_task) == 64, "struct umcg_task must be 64-byte aligned");
+UMCG__STATIC_ASSERT(UMCG__ALIGNOF(struct umcg_task) == 64,
+		    "struct umcg_task must be 64-byte aligned");
 UMCG__STATIC_ASSERT(UMCG_TASK_ALIGN == 64, "UMCG_TASK_ALIGN must be 64");
 UMCG__STATIC_ASSERT(offsetof(struct umcg_task, state) == 0, "state offset");
 UMCG__STATIC_ASSERT(offsetof(struct umcg_task, next_tid) == 4, "next_tid offset");
@@ -115,7 +116,8 @@ UMCG__STATIC_ASSERT(offsetof(struct umcg_task, __zero) == 40, "__zero offset");
 UMCG__STATIC_ASSERT(UMCG_TASK_RUNNING == 1 && UMCG_TASK_RUNNABLE == 2 && UMCG_TASK_BLOCKED == 3,
 		    "task states");
 UMCG__STATIC_ASSERT(UMCG_TF_PREEMPT == 0x100 && UMCG_TF_COND_WAIT == 0x200, "task flags");
-UMCG__STATIC_ASSERT(UMCG_CTL_REGISTER == 1 && UMCG_CTL_UNREGISTER == 2 && UMCG_CTL_WORKER == 0x10000,
+UMCG__STATIC_ASSERT(UMCG_CTL_REGISTER == 1 && UMCG_CTL_UNREGISTER == 2 &&
+			    UMCG_CTL_WORKER == 0x10000,
 		    "umcg_ctl flags");
 
 #endif /* UMCG_ABI_H */

@@ -343,9 +343,9 @@ static inline struct umcg_task *umcg_runnable_next(const struct umcg_task *worke
  *	body may reuse @pos->runnable_workers_ptr or hand @pos to a queue.
  * @head: the list from umcg_runnable_take().
  */
-#define umcg_runnable_for_each(pos, tmp, head)                                   \
-	for ((pos) = (head), (tmp) = (pos) ? umcg_runnable_next(pos) : NULL; \
-	     (pos); (pos) = (tmp), (tmp) = (pos) ? umcg_runnable_next(pos) : NULL)
+#define umcg_runnable_for_each(pos, tmp, head)                                      \
+	for ((pos) = (head), (tmp) = (pos) ? umcg_runnable_next(pos) : NULL; (pos); \
+	     (pos) = (tmp), (tmp) = (pos) ? umcg_runnable_next(pos) : NULL)
 
 /**
  * umcg_runnable_count() - the number of elements of a taken list.
