@@ -381,8 +381,6 @@ static enum umcg_enqueue_reason account_return(struct server *s, struct umcg_wor
 			why = UMCG_ENQ_PREEMPT;
 		}
 	}
-	if (why == UMCG_ENQ_YIELD)
-		STAT_INC(s->st.yields);
 	return why;
 }
 
@@ -456,13 +454,15 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 		}
 		if (why != UMCG_ENQ_NEW && umcg__load(&w->park, umcg__seq_cst) == PARK_PARKING) {
 			if (umcg__cas(&w->park, &parking, PARK_PARKED, umcg__seq_cst)) {
-				STAT_INC(w->st.yields);
+				STAT_INC(s->st.yields);
 				continue; /* held aside until unparked */
 			}
 			/* Unparked while parking: it runs again. */
 			parking = PARK_PARKING;
 			why = UMCG_ENQ_WAKE;
 		}
+		if (why == UMCG_ENQ_YIELD)
+			STAT_INC(s->st.yields);
 		rt->ops.enqueue(rt->policy, s->idx, w, why);
 	}
 }
@@ -785,6 +785,19 @@ static void worker_finish(void *arg)
 	struct umcg_rt *rt = w->rt;
 	int joinable = DETACH_JOINABLE;
 
+	/*
+	 * A worker we kept for a direct handoff goes to the server instead:
+	 * our last switch must wake the server, which releases us, rather
+	 * than hand the CPU on and leave our release to whenever the server
+	 * wakes next.
+	 */
+	if (w->staged) {
+		struct umcg_worker *x = w->staged;
+
+		w->staged = NULL;
+		umcg__store(&w->task.next_tid, 0, umcg__relaxed);
+		push_list(&rt->servers[x->server].task, &x->task);
+	}
 	/* Last yield: the server releases us (see "Worker exit"). */
 	umcg__store(&w->exiting, 1, umcg__release);
 	yield_self(w);
@@ -1055,6 +1068,7 @@ UMCG_API int umcg_park(void)
 		return 0;
 	}
 	w->park_ts = clock_ns(w->rt->attr.clock);
+	STAT_INC(w->st.yields);
 	yield_self(w);
 	return 0;
 }
