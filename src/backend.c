@@ -231,8 +231,8 @@ UMCG_API int umcg_preempt(struct umcg_task *worker, pid_t tid)
 			return -EAGAIN;
 	} while (!umcg__cas(&worker->state, &old, old | UMCG_TF_PREEMPT, umcg__seq_cst));
 	ret = umcg_kick(0, tid);
-	if (ret) {
-		/* Undo, so that a failed call changes nothing. */
+	if (ret && !(old & UMCG_TF_PREEMPT)) {
+		/* Undo what this call set, so that it changes nothing. */
 		old |= UMCG_TF_PREEMPT;
 		umcg__cas(&worker->state, &old, old & ~UMCG_TF_PREEMPT, umcg__seq_cst);
 	}

@@ -232,7 +232,12 @@ static void return_to_user(struct umcg__etask *e)
 				umcg__cas(&ut->state, &s, s & ~UMCG_TF_PREEMPT, umcg__seq_cst);
 				continue;
 			}
-			if (xition(ut, UMCG_TASK_RUNNING, UMCG_TASK_RUNNABLE)) {
+			/* From exactly the state seen: a kick handled in
+			 * between (in_lib was clear) may have preempted us and
+			 * let us run again already. */
+			if (umcg__cas(&ut->state, &s,
+				      (s & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) | UMCG_TASK_RUNNABLE,
+				      umcg__seq_cst)) {
 				stamp_runnable(e);
 				enqueue_self(e, srv);
 				wake_server(srv);
@@ -280,13 +285,25 @@ static void on_thread_exit(void *arg)
 		unregister_self();
 }
 
+/* Count one of our kick signals as delivered (they queue: one each). */
+static bool take_kick(struct umcg__etask *e)
+{
+	int n = umcg__load(&e->kick_pending, umcg__relaxed);
+
+	do {
+		if (n <= 0)
+			return false;
+		/* Pairs with the release increment in e_kick(). */
+	} while (!umcg__cas(&e->kick_pending, &n, n - 1, umcg__acq_rel));
+	return true;
+}
+
 static void kick_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 	struct umcg__etask *e = self_task;
 
-	if (e && si->si_code == SI_TKILL && si->si_pid == getpid() &&
-	    umcg__xchg(&e->kick_pending, 0, umcg__acquire)) {
+	if (e && si->si_code == SI_TKILL && si->si_pid == getpid() && take_kick(e)) {
 		/* in_lib set: the interrupted library call will run
 		 * return_to_user() itself. in_block set: the worker is
 		 * "in the kernel"; umcg_block_end() runs it. */
@@ -566,10 +583,17 @@ static int e_kick(uint32_t flags, pid_t tid)
 	s = umcg__load(&t->ut->state, umcg__seq_cst);
 	if (!kick_acts(t, s))
 		return 0;
-	/* Pairs with the acquire xchg in kick_handler(). */
-	umcg__store(&t->kick_pending, 1, umcg__release);
-	return (int)umcg__syscall6(SYS_tgkill, getpid(), tid, KICK_SIGNAL, 0, 0, 0) < 0 ? -ESRCH :
-											  0;
+	/* The record may have been recycled for another thread since the
+	 * lookup (registry.c): only signal the thread it still names. */
+	if (umcg__load(&t->tid, umcg__acquire) != tid)
+		return -ESRCH;
+	/* Pairs with take_kick() in the handler. */
+	umcg__fetch_add(&t->kick_pending, 1, umcg__release);
+	if (umcg__syscall6(SYS_tgkill, getpid(), tid, KICK_SIGNAL, 0, 0, 0) < 0) {
+		umcg__fetch_add(&t->kick_pending, -1, umcg__relaxed);
+		return -ESRCH;
+	}
+	return 0;
 }
 
 /* ---- blocking hooks ----------------------------------------------------- */

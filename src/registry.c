@@ -49,9 +49,9 @@ struct umcg__etask *umcg__etask_alloc(void)
 		if (!e)
 			return NULL;
 	}
-	/* Everything but `tid` may be reset freely: a stale reader only
-	 * trusts the record after it has seen its own tid in it. */
-	e->ut = NULL;
+	/* A stale reader only trusts the record after it has seen its own
+	 * tid in it (before and after its reads); `ut` is left as it was, so
+	 * such a reader never finds NULL there. */
 	e->worker = false;
 	e->clock = CLOCK_MONOTONIC;
 	umcg__store(&e->in_lib, 0, umcg__relaxed);

@@ -56,23 +56,28 @@
  *
  * Direct handoff (policies with UMCG_POLICY_F_HANDOFF, at most
  * HANDOFF_BUDGET times between two picks of the server, so that workers
- * waiting in its queue lose at most that many turns): a worker that
- * unparks a parked worker X of its own server keeps X (instead of pushing
- * it) and names it in its own next_tid,
- * recorded in `staged`. Its next yield, park or block then wakes X
- * directly (the backend consumes next_tid), without a round trip through
- * the sleeping server. The server learns about it when it next wakes
- * (resolve_current()): if its current worker C is no longer RUNNING and
- * C->staged is set, then C's next_tid == 0 means X got the CPU (X becomes
- * current, and so on along the chain); a next_tid still set while C is not
- * inside its switch (C was preempted, which does not use next_tid) means X
- * never ran: the server clears C's next_tid and queues X. A worker sets
- * `in_switch` only after its state is RUNNABLE, when no preemption can
- * come any more, so "in_switch and next_tid set" always ends in a
- * consumption; the server yields the CPU until it sees it. C writes
- * `staged` and its next_tid only while RUNNING; the server reads and
- * clears them only once C has left RUNNING (release/acquire through C's
- * state word), so the two never race.
+ * waiting in its queue lose at most that many turns): a worker C that
+ * unparks a parked worker X of its own server keeps X in C->staged instead
+ * of pushing it. At C's next yield or park, once its state is
+ * RUNNABLE|TF_COND_WAIT (from then on no preemption can come), C writes
+ * X's tid into its own next_tid, sets `in_switch`, and calls umcg_wait(),
+ * which wakes X directly (consuming next_tid) without a round trip through
+ * the sleeping server. next_tid is written nowhere else, so a block or a
+ * preemption of C never hands off.
+ *
+ * The server learns about it when it next wakes (resolve_current()). Its
+ * current worker C no longer RUNNING with C->staged set is in one of three
+ * states, told apart by loading C's state and then `in_switch` (seq_cst,
+ * in the opposite order of C's stores):
+ *   - TF_COND_WAIT set or in_switch set, next_tid still set: C is inside
+ *     its switch and will consume next_tid; the server yields the CPU to
+ *     it until it has;
+ *   - in_switch set and next_tid 0: X got the CPU; X becomes current and
+ *     the server follows the chain (X may have handed off too);
+ *   - neither: C was preempted or blocked before it switched; X never ran
+ *     and the server queues it.
+ * `staged` is taken with an exchange on both sides (the server when C is
+ * not running, C itself in worker_finish()), so exactly one of them owns X.
  *
  * Detach vs exit, per worker `detach` word: JOINABLE -> DETACHED
  * (umcg_detach) or JOINABLE -> FINISHED (exit). Whoever loses the CAS frees:
@@ -501,7 +506,9 @@ static void resolve_current(struct server *s)
 {
 	struct umcg_rt *rt = s->rt;
 	struct umcg_worker *c, *x;
-	uint32_t st, nt;
+	bool handed;
+	uint32_t st;
+	int in;
 
 	while ((c = s->current)) {
 		/* Pairs with the worker's state transitions (seq_cst). */
@@ -511,16 +518,25 @@ static void resolve_current(struct server *s)
 		if (st == UMCG_TASK_BLOCKED && rt->ops.on_block)
 			rt->ops.on_block(rt->policy, s->idx, c);
 		s->current = NULL;
-		x = c->staged;
-		if (!x)
+		if (!umcg__load(&c->staged, umcg__acquire))
 			return; /* blocked, or about to show up on the list */
-		c->staged = NULL;
-		while ((nt = umcg__load(&c->task.next_tid, umcg__acquire)) &&
-		       umcg__load(&c->in_switch, umcg__seq_cst))
+		for (;;) {
+			st = umcg__load(&c->task.state, umcg__seq_cst);
+			in = umcg__load(&c->in_switch, umcg__seq_cst);
+			if (!in && !(st & UMCG_TF_COND_WAIT)) {
+				handed = false; /* preempted or blocked first */
+				break;
+			}
+			if (in && !umcg__load(&c->task.next_tid, umcg__acquire)) {
+				handed = true;
+				break;
+			}
 			sched_yield(); /* it is about to hand over: let it */
-		if (nt) {
-			/* Never used: C was preempted first. */
-			umcg__store(&c->task.next_tid, 0, umcg__relaxed);
+		}
+		x = umcg__xchg(&c->staged, NULL, umcg__acq_rel);
+		if (!x)
+			return;
+		if (!handed) {
 			rt->ops.enqueue(rt->policy, s->idx, x, UMCG_ENQ_WAKE);
 			return;
 		}
@@ -553,7 +569,7 @@ static void server_loop(struct server *s)
 			continue; /* our state was used: start over */
 		}
 		if (!s->current) {
-			if (umcg__load(&rt->stopping, umcg__acquire) &&
+			if (umcg__load(&rt->stopping, umcg__seq_cst) &&
 			    !umcg__load(&rt->live, umcg__acquire)) {
 				set_state(&s->task, UMCG_TASK_RUNNING);
 				return;
@@ -735,8 +751,11 @@ UMCG_API int umcg_rt_stop(struct umcg_rt *rt)
 		return -EDEADLK;
 	if (!rt->started)
 		return 0;
-	if (umcg__load(&rt->live, umcg__acquire))
+	umcg__store(&rt->stopping, 1, umcg__seq_cst);
+	if (umcg__load(&rt->live, umcg__seq_cst)) {
+		umcg__store(&rt->stopping, 0, umcg__seq_cst);
 		return -EBUSY;
+	}
 	stop_servers(rt, rt->nr);
 	reset_servers(rt);
 	rt->started = 0;
@@ -769,11 +788,22 @@ static void live_dec(struct umcg_rt *rt)
 			       0, 0, 0);
 }
 
-/* Yield to our server (or hand over to our staged worker). */
-static void yield_self(struct umcg_worker *w)
+/*
+ * Yield to our server, or hand over to our staged worker. @exiting marks
+ * the last switch of a finishing worker; it is set only once the state is
+ * RUNNABLE, so a preemption just before cannot pass for the exit.
+ */
+static void yield_self(struct umcg_worker *w, bool exiting)
 {
+	struct umcg_worker *x;
+
 	set_state(&w->task, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT);
-	/* After the state: see "Direct handoff". */
+	/* From here on nothing preempts us: see "Direct handoff". */
+	if (exiting)
+		umcg__store(&w->exiting, 1, umcg__release);
+	x = umcg__load(&w->staged, umcg__acquire);
+	if (x)
+		umcg__store(&w->task.next_tid, (uint32_t)x->tid, umcg__relaxed);
 	umcg__store(&w->in_switch, 1, umcg__seq_cst);
 	umcg_wait(0, 0);
 	umcg__store(&w->in_switch, 0, umcg__seq_cst);
@@ -781,7 +811,7 @@ static void yield_self(struct umcg_worker *w)
 
 static void worker_finish(void *arg)
 {
-	struct umcg_worker *w = arg;
+	struct umcg_worker *w = arg, *x;
 	struct umcg_rt *rt = w->rt;
 	int joinable = DETACH_JOINABLE;
 
@@ -791,16 +821,11 @@ static void worker_finish(void *arg)
 	 * than hand the CPU on and leave our release to whenever the server
 	 * wakes next.
 	 */
-	if (w->staged) {
-		struct umcg_worker *x = w->staged;
-
-		w->staged = NULL;
-		umcg__store(&w->task.next_tid, 0, umcg__relaxed);
+	x = umcg__xchg(&w->staged, NULL, umcg__acq_rel);
+	if (x)
 		push_list(&rt->servers[x->server].task, &x->task);
-	}
 	/* Last yield: the server releases us (see "Worker exit"). */
-	umcg__store(&w->exiting, 1, umcg__release);
-	yield_self(w);
+	yield_self(w, true);
 	umcg_ctl(UMCG_CTL_UNREGISTER, NULL, 0);
 	cur_worker = NULL;
 	if (umcg__cas(&w->detach, &joinable, DETACH_FINISHED, umcg__acq_rel)) {
@@ -878,8 +903,6 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	stack = attr->stack_size ? attr->stack_size : DEFAULT_STACK;
 	if (stack < (size_t)PTHREAD_STACK_MIN)
 		return -EINVAL;
-	if (!rt->started || umcg__load(&rt->stopping, umcg__acquire))
-		return -ENODEV;
 	if (attr->server >= 0) {
 		idx = (unsigned int)attr->server;
 	} else if (attr->cpu >= 0) {
@@ -891,9 +914,19 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	} else {
 		idx = umcg__fetch_add(&rt->rr, 1, umcg__relaxed) % rt->nr;
 	}
+	/* Counted before the look at `stopping`, and umcg_rt_stop() sets
+	 * `stopping` before it looks at `live` (both seq_cst): a spawn and a
+	 * stop never both go ahead. */
+	umcg__fetch_add(&rt->live, 1, umcg__seq_cst);
+	if (!rt->started || umcg__load(&rt->stopping, umcg__seq_cst)) {
+		live_dec(rt);
+		return -ENODEV;
+	}
 
-	if (posix_memalign((void **)&w, UMCG_TASK_ALIGN, sizeof(*w)))
+	if (posix_memalign((void **)&w, UMCG_TASK_ALIGN, sizeof(*w))) {
+		live_dec(rt);
 		return -ENOMEM;
+	}
 	memset(w, 0, sizeof(*w));
 	w->rt = rt;
 	w->fn = fn;
@@ -912,7 +945,6 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	w->server = idx;
 	w->detach = wp ? DETACH_JOINABLE : DETACH_DETACHED;
 
-	umcg__fetch_add(&rt->live, 1, umcg__acq_rel);
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, stack);
 	if (!wp)
@@ -973,13 +1005,16 @@ UMCG_API int umcg_join(struct umcg_worker *w, void **retval)
 UMCG_API int umcg_detach(struct umcg_worker *w)
 {
 	int joinable = DETACH_JOINABLE;
+	pthread_t th;
 
 	if (!w)
 		return -EINVAL;
 	if (forked(w->rt))
 		return -ECHILD;
+	/* Once detached, @w may free itself at any moment: read it first. */
+	th = w->thread;
 	if (umcg__cas(&w->detach, &joinable, DETACH_DETACHED, umcg__acq_rel)) {
-		pthread_detach(w->thread);
+		pthread_detach(th);
 		return 0;
 	}
 	if (joinable == DETACH_DETACHED)
@@ -1013,7 +1048,7 @@ UMCG_API int umcg_yield(void)
 	if (!w)
 		return -EPERM;
 	STAT_INC(w->st.yields);
-	yield_self(w);
+	yield_self(w, false);
 	return 0;
 }
 
@@ -1069,7 +1104,7 @@ UMCG_API int umcg_park(void)
 	}
 	w->park_ts = clock_ns(w->rt->attr.clock);
 	STAT_INC(w->st.yields);
-	yield_self(w);
+	yield_self(w, false);
 	return 0;
 }
 
@@ -1125,10 +1160,9 @@ wake:
 	same_server = me && me->rt == w->rt && me->server == w->server;
 	w->unparked = 1;
 	umcg__store(&w->task.runnable_ts, clock_ns(w->rt->attr.clock), umcg__relaxed);
-	if (same_server && !me->staged && handoff_ok(w->rt, s)) {
+	if (same_server && !umcg__load(&me->staged, umcg__relaxed) && handoff_ok(w->rt, s)) {
 		/* Hand the CPU to @w directly at our next switch. */
-		me->staged = w;
-		umcg__store(&me->task.next_tid, (uint32_t)w->tid, umcg__release);
+		umcg__store(&me->staged, w, umcg__release);
 		return 0;
 	}
 	push_list(&s->task, &w->task);

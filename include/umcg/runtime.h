@@ -275,7 +275,8 @@ UMCG_API int umcg_park(void);
 
 /**
  * umcg_unpark() - make a parked worker runnable, or give it a permit.
- * @w: the worker.
+ * @w: the worker; it must still exist (not joined, and if detached, not
+ *	finished), as for any use of a handle.
  *
  * Return: 0; -EINVAL for NULL; -ECHILD after fork().
  * Context: any thread.
