@@ -1064,10 +1064,15 @@ static void *pingpong(void *arg)
 	return NULL;
 }
 
-/* _i: 0 = one server, 1 = one per CPU (unparks cross servers). */
+/*
+ * _i: 0 = one server, 1 = one per CPU (unparks cross servers); 2 and 3 the
+ * same with short timeslices, so that preemptions land inside the direct
+ * handoffs of unpark -> park (runtime.c, "Direct handoff").
+ */
 START_TEST(test_park_pingpong)
 {
-	struct umcg_rt *rt = rt_start(_i == 0 ? 1 : 0, 0);
+	static const uint64_t slice[] = { 0, 0, 20000, 50000 };
+	struct umcg_rt *rt = rt_start(_i % 2 == 0 ? 1 : 0, slice[_i]);
 	struct umcg_worker *w[2];
 	struct watchdog wd;
 	int i;
@@ -2139,7 +2144,7 @@ static Suite *runtime_suite(void)
 
 	tc = tcase_create("park");
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_park_pingpong, 0, 2);
+	tcase_add_loop_test(tc, test_park_pingpong, 0, 4);
 	tcase_add_test(tc, test_park_permit);
 	tcase_add_loop_test(tc, test_unpark_from_non_worker, 0, 2);
 	tcase_add_test(tc, test_many_parkers);
