@@ -310,6 +310,22 @@ static ssize_t rw_finish(bool wr, int fd, const struct iovec *iov, int cnt, off_
 }
 
 /*
+ * ready_now() - where RWF_NOWAIT is not supported (pipes before Linux 6.4
+ * lack FMODE_NOWAIT), would the plain call go through without sleeping?
+ * poll() says so for a read of a non-file, and for a write of at most
+ * PIPE_BUF bytes (the amount POLLOUT promises room for). Regular files
+ * always poll ready, so they are not asked: a page-cache miss still sleeps.
+ */
+static bool ready_now(bool wr, int fd, size_t total)
+{
+	struct pollfd p = { .fd = fd, .events = wr ? POLLOUT : POLLIN };
+
+	if (fd_is_file(fd) || (wr && total > PIPE_BUF))
+		return false;
+	return poll(&p, 1, 0) == 1 && !(p.revents & POLLNVAL);
+}
+
+/*
  * rw() - the emulation's read/readv/pread/write/writev/pwrite.
  * @off: the file offset, or -1 for the file position.
  * @vec: the caller used the vector form.
@@ -335,6 +351,8 @@ static ssize_t rw(bool wr, int fd, const struct iovec *iov, int cnt, off_t off, 
 	}
 	if (!nowait_failed(r))
 		return r;
+	if (r == -EOPNOTSUPP && ready_now(wr, fd, iov_total(iov, cnt)))
+		return plain_rw(wr, fd, iov, cnt, off, vec);
 	/* An O_NONBLOCK pipe or socket: the plain call would not wait either.
 	 * (A file ignores O_NONBLOCK: a page-cache miss waits for the disk.) */
 	if (fd_nonblock(fd) && !fd_is_file(fd))
