@@ -56,6 +56,8 @@
 
 #include <umcg/runtime.h>
 
+#include "policy_common.h"
+
 #define CACHE_LINE 64
 
 struct fifo_queue {
@@ -121,29 +123,6 @@ static struct umcg_worker *take_oldest(struct fifo_queue *q)
 	l = pop_head(q);
 	pthread_mutex_unlock(&q->lock);
 	return l ? umcg_worker_from_link(l) : NULL;
-}
-
-/* ---- victim choice ------------------------------------------------------ */
-
-/*
- * Per-thread xorshift state for the first victim a thief looks at. Every
- * server thread has its own, so thieves neither share a cache line nor all
- * start at server 0. Steal is only ever called on server threads, and a
- * server thread serves one runtime, so one state per thread is enough.
- */
-static _Thread_local uint32_t victim_rand;
-
-static unsigned int first_victim(unsigned int thief, unsigned int nr_servers)
-{
-	uint32_t x = victim_rand;
-
-	if (!x)
-		x = (thief + 1) * UINT32_C(0x9e3779b9) | 1;
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	victim_rand = x;
-	return x % nr_servers;
 }
 
 /* ---- the ops ------------------------------------------------------------ */
@@ -232,7 +211,7 @@ static struct umcg_worker *fifo_steal(void *policy, unsigned int thief)
 
 	if (n < 2)
 		return NULL;
-	start = first_victim(thief, n);
+	start = umcg__first_victim(thief, n);
 	for (want = 2; want > 0; want--) {
 		for (i = 0; i < n; i++) {
 			unsigned int v = (start + i) % n;

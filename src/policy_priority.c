@@ -60,6 +60,8 @@
 
 #include <umcg/runtime.h>
 
+#include "policy_common.h"
+
 #define CACHE_LINE 64
 #define NR_LEVELS 32
 
@@ -148,25 +150,6 @@ static struct umcg_worker *take_best(struct prio_queue *q)
 	l = pop_best(q);
 	pthread_mutex_unlock(&q->lock);
 	return l ? umcg_worker_from_link(l) : NULL;
-}
-
-/* ---- victim choice ------------------------------------------------------ */
-
-/* Per-thread xorshift state: where a thief starts its scan (ties go to the
- * first server scanned). One per server thread; see policy_fifo.c. */
-static _Thread_local uint32_t victim_rand;
-
-static unsigned int first_victim(unsigned int thief, unsigned int nr_servers)
-{
-	uint32_t x = victim_rand;
-
-	if (!x)
-		x = (thief + 1) * UINT32_C(0x9e3779b9) | 1;
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	victim_rand = x;
-	return x % nr_servers;
 }
 
 /* ---- the ops ------------------------------------------------------------ */
@@ -263,7 +246,7 @@ static struct umcg_worker *prio_steal(void *policy, unsigned int thief)
 		size_t best_nr = 0;
 		struct umcg_worker *w;
 
-		start = first_victim(thief, n);
+		start = umcg__first_victim(thief, n);
 		for (i = 0; i < n; i++) {
 			unsigned int v = (start + i) % n, top;
 			uint_least32_t levels;
