@@ -104,21 +104,6 @@ static bool xition(struct umcg_task *t, uint32_t from, uint32_t to)
 	return true;
 }
 
-/* Push @w on @server's runnable list, the way the kernel does. */
-static void push(struct umcg_task *server, struct umcg_task *w)
-{
-	uint64_t head = umcg__load(&server->runnable_workers_ptr, umcg__relaxed);
-
-	do {
-		umcg__store(&w->runnable_workers_ptr, head, umcg__relaxed);
-		/* seq_cst: the server's take must see this push or the wake
-		 * that follows must see the server RUNNABLE (2. above); it
-		 * also releases runnable_ts and the next pointer to the
-		 * server's xchg in umcg_runnable_take(). */
-	} while (!umcg__cas(&server->runnable_workers_ptr, &head, (uint64_t)(uintptr_t)w,
-			    umcg__seq_cst));
-}
-
 /* Wake a task: RUNNABLE -> RUNNING, then wake its thread. */
 static int wake_task(struct umcg_task *t)
 {
@@ -193,7 +178,7 @@ static void stamp_runnable(struct umcg__etask *e)
 static void enqueue_self(struct umcg__etask *e, struct umcg__etask *srv)
 {
 	follow_server(e, srv);
-	push(srv->ut, e->ut);
+	umcg__runnable_push(srv->ut, e->ut);
 }
 
 /* The server a worker names, if it is a registered server. */

@@ -43,6 +43,26 @@ int umcg__kernel_detect(char *why, size_t len);
 /* The backend in use; chooses one on first call. NULL if none can run. */
 const struct umcg__backend_ops *umcg__backend(int *err);
 
+/*
+ * umcg__runnable_push() - push @w on @server's runnable list, the way the
+ * kernel does: CAS the head, @w's runnable_workers_ptr holding the old one.
+ * seq_cst: a server that stored RUNNABLE|TF_COND_WAIT and then takes its
+ * list (seq_cst xchg in umcg_runnable_take()) sees this push, or the wake
+ * that the pusher does next sees the server RUNNABLE. It also releases the
+ * pusher's earlier writes (runnable_ts, the next pointer) to that xchg.
+ * Only whole-list takes, no pops: no ABA problem.
+ */
+static inline void umcg__runnable_push(struct umcg_task *server, struct umcg_task *w)
+{
+	uint64_t head = __atomic_load_n(&server->runnable_workers_ptr, __ATOMIC_RELAXED);
+
+	do {
+		__atomic_store_n(&w->runnable_workers_ptr, head, __ATOMIC_RELAXED);
+	} while (!__atomic_compare_exchange_n(&server->runnable_workers_ptr, &head,
+					      (uint64_t)(uintptr_t)w, false, __ATOMIC_SEQ_CST,
+					      __ATOMIC_SEQ_CST));
+}
+
 /* Clocks accepted by umcg_ctl() (check 5). */
 static inline bool umcg__clock_valid(clockid_t c)
 {

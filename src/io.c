@@ -924,6 +924,5 @@ UMCG_API int umcg_futex_wake(uint32_t *uaddr, int nr)
 {
 	if (nr < 1 || (uintptr_t)uaddr % sizeof(*uaddr))
 		return -EINVAL;
-	return (int)umcg__syscall6(SYS_futex, (long)uaddr, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, nr, 0,
-				   0, 0);
+	return umcg__futex_wake_n(uaddr, nr);
 }

@@ -218,18 +218,6 @@ static void set_state(struct umcg_task *t, uint32_t st)
 	umcg__store(&t->state, (old & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) | st, umcg__seq_cst);
 }
 
-static void push_list(struct umcg_task *server, struct umcg_task *w)
-{
-	uint64_t head = umcg__load(&server->runnable_workers_ptr, umcg__relaxed);
-
-	do {
-		umcg__store(&w->runnable_workers_ptr, head, umcg__relaxed);
-		/* seq_cst, as the backends' own pushes: pairs with the
-		 * server's xchg in umcg_runnable_take(). */
-	} while (!umcg__cas(&server->runnable_workers_ptr, &head, (uint64_t)(uintptr_t)w,
-			    umcg__seq_cst));
-}
-
 /* Poke server @s: make it RUNNING if it is RUNNABLE, and kick it awake. */
 static void poke(struct server *s)
 {
@@ -784,8 +772,7 @@ UMCG_API int umcg_rt_destroy(struct umcg_rt *rt)
 static void live_dec(struct umcg_rt *rt)
 {
 	if (umcg__fetch_add(&rt->live, -1, umcg__acq_rel) == 1)
-		umcg__syscall6(SYS_futex, (long)&rt->live, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX,
-			       0, 0, 0);
+		umcg__futex_wake_n((uint32_t *)&rt->live, INT_MAX);
 }
 
 /*
@@ -823,7 +810,7 @@ static void worker_finish(void *arg)
 	 */
 	x = umcg__xchg(&w->staged, NULL, umcg__acq_rel);
 	if (x)
-		push_list(&rt->servers[x->server].task, &x->task);
+		umcg__runnable_push(&rt->servers[x->server].task, &x->task);
 	/* Last yield: the server releases us (see "Worker exit"). */
 	yield_self(w, true);
 	umcg_ctl(UMCG_CTL_UNREGISTER, NULL, 0);
@@ -1165,7 +1152,7 @@ wake:
 		umcg__store(&me->staged, w, umcg__release);
 		return 0;
 	}
-	push_list(&s->task, &w->task);
+	umcg__runnable_push(&s->task, &w->task);
 	if (!same_server)
 		poke(s);
 	return 0;

@@ -52,11 +52,17 @@ static inline int umcg__futex_wait(uint32_t *word, uint32_t val, const struct ti
 				   (long)FUTEX_BITSET_MATCH_ANY);
 }
 
-/* Wake at most one thread sleeping on @word. Return: the number woken. */
+/* Wake at most @n threads sleeping on @word. Return: the number woken. */
+static inline int umcg__futex_wake_n(uint32_t *word, int n)
+{
+	return (int)umcg__syscall6(SYS_futex, (long)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, 0, 0,
+				   0);
+}
+
+/* Wake at most one thread sleeping on @word. */
 static inline int umcg__futex_wake(uint32_t *word)
 {
-	return (int)umcg__syscall6(SYS_futex, (long)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, 0, 0,
-				   0);
+	return umcg__futex_wake_n(word, 1);
 }
 
 #endif /* UMCG_SRC_SYSCALL_H */
