@@ -33,6 +33,26 @@
  * servers also wait with a backstop timeout, so that no wake-up depends on
  * a kick reaching a sleeper.
  *
+ * Overtime (preemptive runtimes, policies with nr_queued): a worker whose
+ * slice ends while nothing else waits for its server is not preempted;
+ * preempting it would only put it back on the CPU at a cost. The server
+ * sets `overtime` and sleeps without a deadline; the first worker that
+ * becomes runnable for it wakes it, and then the overtime worker is
+ * preempted at once (its slice is over). What can become runnable, and
+ * how the server hears of it:
+ *   - a worker that yields, blocks, wakes or registers: umcg_wait(), the
+ *     wake-up of a blocked worker and registration always wake the server;
+ *   - a push by umcg_unpark() from another server's worker or a plain
+ *     thread: that always pokes;
+ *   - a push or a staging (see "Direct handoff") by a worker of this
+ *     server: it pokes if it finds `overtime` set.
+ * The last case is a Dekker pair: the server stores `overtime` and then
+ * loads the runnable list head and the current worker's `staged`; the
+ * worker pushes (or stores `staged`) and then loads `overtime`; all
+ * seq_cst. Either the server sees the new worker and preempts, or the
+ * worker sees `overtime` and pokes. The policy's queue needs no such
+ * pair: only this server enqueues on it.
+ *
  * Worker exit (the ABI reports none): the worker sets `exiting` and yields
  * a last time. The server finds it on its list and releases it: it names it
  * in next_tid and calls umcg_wait() with an already expired deadline, which
@@ -91,6 +111,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <umcg/runtime.h>
@@ -157,6 +179,7 @@ struct server {
 	pthread_t thread;
 	pid_t tid;
 	int idle; /* sleeping with nothing to run */
+	int overtime; /* current ran past its slice, nothing waits */
 	int ready; /* registered (futex for start) */
 	struct umcg_worker *current; /* ran last and may still be running */
 	uint64_t slice_end;
@@ -180,14 +203,22 @@ struct umcg_rt {
 
 static __thread struct umcg_worker *cur_worker;
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+/*
+ * The process ID, kept by the fork handler: getpid() is a system call in
+ * glibc, and forked() runs on every unpark. A child made without fork()
+ * (a raw clone) is not seen; it must not use a runtime of its parent.
+ */
+static pid_t rt_pid;
 
 static void rt_fork_child(void)
 {
 	cur_worker = NULL;
+	umcg__store(&rt_pid, getpid(), umcg__relaxed);
 }
 
 static void rt_init_once(void)
 {
+	umcg__store(&rt_pid, getpid(), umcg__relaxed);
 	pthread_atfork(NULL, NULL, rt_fork_child);
 }
 
@@ -204,7 +235,7 @@ static uint64_t clock_ns(clockid_t c)
 
 static bool forked(const struct umcg_rt *rt)
 {
-	return rt->owner != getpid();
+	return rt->owner != umcg__load(&rt_pid, umcg__relaxed);
 }
 
 /* ---- small ABI helpers -------------------------------------------------- */
@@ -230,6 +261,18 @@ static void poke(struct server *s)
 			    (old & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) | UMCG_TASK_RUNNING,
 			    umcg__seq_cst));
 	umcg_kick(0, s->tid);
+}
+
+/*
+ * Let a worker on the server's CPU run for a moment. Not sched_yield(): a
+ * SCHED_FIFO server would get the CPU straight back from its SCHED_OTHER
+ * workers. Servers block every signal, so the sleep is never cut short.
+ */
+static void server_pause(void)
+{
+	struct timespec ts = { 0, 1000 };
+
+	nanosleep(&ts, NULL);
 }
 
 /* ---- attributes and creation ------------------------------------------- */
@@ -265,7 +308,8 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 		umcg_rt_attr_init(&def);
 		attr = &def;
 	}
-	if (attr->nr_servers > MAX_SERVERS || !umcg__clock_valid(attr->clock))
+	if (attr->nr_servers > MAX_SERVERS || !umcg__clock_valid(attr->clock) ||
+	    attr->server_priority < 0 || attr->server_priority > 99)
 		return -EINVAL;
 	if (attr->policy && (!attr->policy->create || !attr->policy->destroy ||
 			     !attr->policy->enqueue || !attr->policy->pick_next))
@@ -280,7 +324,7 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 		return -ENOMEM;
 	rt->attr = *attr;
 	rt->ops = attr->policy ? *attr->policy : umcg_policy_fifo;
-	rt->owner = getpid();
+	rt->owner = umcg__load(&rt_pid, umcg__relaxed);
 	if (umcg__syscall6(SYS_sched_getaffinity, 0, sizeof(rt->cpus), (long)&rt->cpus, 0, 0, 0) <=
 	    0) {
 		CPU_ZERO(&rt->cpus);
@@ -394,7 +438,7 @@ static bool wake_nowait(struct server *s, pid_t tid)
 		umcg__store(&s->task.next_tid, 0, umcg__relaxed);
 		/* Unconsumed: we were woken ourselves (the caller takes the
 		 * list again anyway), or @tid is not RUNNABLE yet. */
-		sched_yield();
+		server_pause();
 	}
 	return false;
 }
@@ -519,7 +563,7 @@ static void resolve_current(struct server *s)
 				handed = true;
 				break;
 			}
-			sched_yield(); /* it is about to hand over: let it */
+			server_pause(); /* it is about to hand over: let it */
 		}
 		x = umcg__xchg(&c->staged, NULL, umcg__acq_rel);
 		if (!x)
@@ -530,8 +574,51 @@ static void resolve_current(struct server *s)
 		}
 		s->current = x;
 		x->t_pick = clock_ns(rt->attr.clock);
+		/* A fresh slice from when we learnt of it. */
+		s->slice_end = x->t_pick + rt->attr.timeslice_ns;
 		account_pick(s, x);
 	}
+}
+
+/*
+ * May current worker @c run past its slice? Only if nothing waits for
+ * this server; see "Overtime" for the Dekker pair with the pushers.
+ */
+static bool overtime_ok(struct server *s, struct umcg_worker *c)
+{
+	struct umcg_rt *rt = s->rt;
+
+	if (!rt->ops.nr_queued)
+		return false;
+	umcg__store(&s->overtime, 1, umcg__seq_cst);
+	if (rt->ops.nr_queued(rt->policy, s->idx) == 0 &&
+	    !umcg__load(&s->task.runnable_workers_ptr, umcg__seq_cst) &&
+	    !umcg__load(&c->staged, umcg__seq_cst))
+		return true;
+	umcg__store(&s->overtime, 0, umcg__relaxed);
+	return false;
+}
+
+/*
+ * The current worker runs: preempt it if its slice is over and something
+ * waits. Return: the deadline for our wait (0: none).
+ */
+static uint64_t check_slice(struct server *s)
+{
+	struct umcg_rt *rt = s->rt;
+	struct umcg_worker *c = s->current;
+	uint64_t now = clock_ns(rt->attr.clock);
+
+	if (now < s->slice_end)
+		return s->slice_end;
+	if (overtime_ok(s, c))
+		return 0;
+	c->preempt_sent = 1;
+	if (umcg_preempt(&c->task, c->tid))
+		c->preempt_sent = 0;
+	/* If the kick has not landed a slice from now, kick again. */
+	s->slice_end = now + rt->attr.timeslice_ns;
+	return s->slice_end;
 }
 
 static void server_loop(struct server *s)
@@ -550,8 +637,12 @@ static void server_loop(struct server *s)
 		list = umcg_runnable_take(&s->task);
 		/* Before the list: its workers may be links of the chain. */
 		resolve_current(s);
-		if (list)
+		if (list) {
 			handle_list(s, list, &exits);
+			/* Queued behind a running worker: a thief may help. */
+			if (s->current)
+				wake_idle(s);
+		}
 		if (exits) {
 			release_exits(s, exits);
 			continue; /* our state was used: start over */
@@ -572,7 +663,10 @@ static void server_loop(struct server *s)
 				s->slice_end = next->t_pick + slice;
 			wake_idle(s);
 		}
-		if (s->current || next) {
+		umcg__store(&s->overtime, 0, umcg__relaxed);
+		if (s->current && slice) {
+			deadline = check_slice(s);
+		} else if (s->current || next) {
 			deadline = slice ? s->slice_end : 0;
 		} else {
 			deadline = clock_ns(clk) + IDLE_BACKSTOP_NS;
@@ -596,20 +690,7 @@ static void server_loop(struct server *s)
 				account_pick(s, next);
 			}
 		}
-		if (ret == -ETIMEDOUT && slice)
-			resolve_current(s);
-		if (ret == -ETIMEDOUT && s->current && slice) {
-			struct umcg_worker *c = s->current;
-
-			if (clock_ns(clk) >= s->slice_end) {
-				c->preempt_sent = 1;
-				if (umcg_preempt(&c->task, c->tid))
-					c->preempt_sent = 0;
-				/* If the kick has not landed a slice from now,
-				 * kick again. */
-				s->slice_end = clock_ns(clk) + slice;
-			}
-		}
+		/* A timeout: the next turn preempts (check_slice()). */
 	}
 }
 
@@ -624,6 +705,17 @@ static void *server_main(void *arg)
 	 * timeout (umcg-abi section 9), and nothing here needs one. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (rt->attr.server_priority > 0) {
+		struct sched_param sp = { .sched_priority = rt->attr.server_priority };
+
+		if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) {
+			umcg__store(&s->ready, -EPERM, umcg__release);
+			umcg__futex_wake((uint32_t *)&s->ready);
+			return NULL;
+		}
+	}
+	/* Slice ends to the microsecond, not the default 50 us timer slack. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	if (s->cpu >= 0) {
 		cpu_set_t one;
 
@@ -636,7 +728,7 @@ static void *server_main(void *arg)
 	s->task.state = UMCG_TASK_RUNNING;
 	s->task.server_tid = (uint32_t)s->tid;
 	ret = umcg_ctl(UMCG_CTL_REGISTER, &s->task, rt->attr.clock);
-	umcg__store(&s->ready, ret ? -1 : 1, umcg__release);
+	umcg__store(&s->ready, ret ? -EAGAIN : 1, umcg__release);
 	umcg__futex_wake((uint32_t *)&s->ready);
 	if (ret)
 		return NULL;
@@ -701,7 +793,7 @@ UMCG_API int umcg_rt_start(struct umcg_rt *rt)
 		wait_word(&rt->servers[i].ready, 0);
 		if (rt->servers[i].ready != 1) {
 			pthread_join(rt->servers[i].thread, NULL);
-			ret = -EAGAIN;
+			ret = rt->servers[i].ready;
 			break;
 		}
 	}
@@ -1148,12 +1240,18 @@ wake:
 	w->unparked = 1;
 	umcg__store(&w->task.runnable_ts, clock_ns(w->rt->attr.clock), umcg__relaxed);
 	if (same_server && !umcg__load(&me->staged, umcg__relaxed) && handoff_ok(w->rt, s)) {
-		/* Hand the CPU to @w directly at our next switch. */
-		umcg__store(&me->staged, w, umcg__release);
+		/*
+		 * Hand the CPU to @w directly at our next switch. seq_cst
+		 * store, then the overtime load: see "Overtime".
+		 */
+		umcg__store(&me->staged, w, umcg__seq_cst);
+		if (umcg__load(&s->overtime, umcg__seq_cst))
+			poke(s);
 		return 0;
 	}
+	/* The push is seq_cst: the same pair for a worker of @s. */
 	umcg__runnable_push(&s->task, &w->task);
-	if (!same_server)
+	if (!same_server || umcg__load(&s->overtime, umcg__seq_cst))
 		poke(s);
 	return 0;
 }

@@ -1339,6 +1339,163 @@ START_TEST(test_preempt_hog)
 }
 END_TEST
 
+/*
+ * Overtime: a worker whose slice ends while nothing waits for its server
+ * is not preempted; the first worker that turns up for that server must
+ * still get it. Each way of turning up wakes the server differently
+ * (runtime.c, "Overtime"), and one that did not would leave the newcomer
+ * waiting behind the hog until the liveness bound.
+ */
+enum {
+	OT_STAGED, /* the hog unparks a worker of its server (direct handoff) */
+	OT_PUSHED, /* the same under a policy without direct handoff */
+	OT_PLAIN_THREAD, /* a plain thread unparks a parked worker */
+	OT_SLEEPER, /* a worker's sleep ends */
+	OT_SPAWN, /* a new worker is spawned */
+	OT_NR
+};
+#define OT_SLICE (1 * MS)
+#define OT_ALONE (10 * OT_SLICE) /* the hog's solo run: 10 slices */
+static int ot_way;
+static atomic_int ot_hog_alone_done, ot_hog_gave_up, ot_ran, ot_announced;
+static _Atomic(struct umcg_worker *) ot_parked;
+static struct umcg_worker_stats ot_hog_stats, ot_before_stats, ot_alone_stats;
+
+static void *ot_parker(void *arg)
+{
+	(void)arg;
+	STORE(&ot_announced, 1);
+	EXPECT(umcg_park() == 0, "umcg_park() failed in a worker");
+	STORE(&ot_ran, 1);
+	return NULL;
+}
+
+static void *ot_sleeper(void *arg)
+{
+	(void)arg;
+	STORE(&ot_announced, 1);
+	/* Long enough that the hog is in overtime when it ends. */
+	EXPECT(umcg_sleep_for(OT_ALONE + 20 * MS) == 0, "umcg_sleep_for() failed");
+	STORE(&ot_ran, 1);
+	return NULL;
+}
+
+static void *ot_plain(void *arg)
+{
+	(void)arg;
+	STORE(&ot_ran, 1);
+	return NULL;
+}
+
+/* Runs alone past its slice, then waits (spinning) for the newcomer. */
+static void *ot_hog(void *arg)
+{
+	uint64_t start, limit = mono_ns() + liveness_ns();
+
+	(void)arg;
+	/* Let the worker spawned before us reach its park or sleep: it is
+	 * past the announcement, so one yield (FIFO) lets it finish. */
+	while (ot_way != OT_SPAWN && !LOAD(&ot_announced))
+		EXPECT(umcg_yield() == 0, "umcg_yield() failed in a worker");
+	EXPECT(umcg_yield() == 0, "umcg_yield() failed in a worker");
+	EXPECT(umcg_worker_stats(umcg_self(), &ot_before_stats) == 0, "umcg_worker_stats()");
+	start = mono_ns();
+	while (mono_ns() - start < OT_ALONE)
+		;
+	EXPECT(umcg_worker_stats(umcg_self(), &ot_alone_stats) == 0, "umcg_worker_stats()");
+	if (ot_way == OT_STAGED || ot_way == OT_PUSHED)
+		EXPECT(umcg_unpark(LOAD(&ot_parked)) == 0, "umcg_unpark() failed");
+	STORE(&ot_hog_alone_done, 1);
+	while (!LOAD(&ot_ran)) {
+		if (mono_ns() > limit) {
+			STORE(&ot_hog_gave_up, 1);
+			break;
+		}
+	}
+	EXPECT(umcg_worker_stats(umcg_self(), &ot_hog_stats) == 0, "umcg_worker_stats()");
+	return NULL;
+}
+
+START_TEST(test_overtime)
+{
+	struct umcg_rt_attr attr;
+	struct umcg_rt *rt = NULL;
+	struct umcg_worker *h, *w = NULL;
+
+	ot_way = _i;
+	umcg_rt_attr_init(&attr);
+	attr.nr_servers = 1;
+	attr.timeslice_ns = OT_SLICE;
+	/* Strict priority has no direct handoff: the unpark pushes. */
+	if (ot_way == OT_PUSHED)
+		attr.policy = &umcg_policy_priority;
+	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
+	ck_assert_int_eq(umcg_rt_start(rt), 0);
+	if (ot_way == OT_SLEEPER) {
+		ck_assert_int_eq(umcg_spawn(rt, &w, NULL, ot_sleeper, NULL), 0);
+	} else if (ot_way != OT_SPAWN) {
+		ck_assert_int_eq(umcg_spawn(rt, &w, NULL, ot_parker, NULL), 0);
+		STORE(&ot_parked, w);
+	}
+	ck_assert_int_eq(umcg_spawn(rt, &h, NULL, ot_hog, NULL), 0);
+	if (ot_way == OT_PLAIN_THREAD) {
+		WAIT_UNTIL(LOAD(&ot_hog_alone_done));
+		ck_assert_int_eq(umcg_unpark(w), 0);
+	} else if (ot_way == OT_SPAWN) {
+		WAIT_UNTIL(LOAD(&ot_hog_alone_done));
+		ck_assert_int_eq(umcg_spawn(rt, &w, NULL, ot_plain, NULL), 0);
+	}
+	ck_assert_int_eq(umcg_join(h, NULL), 0);
+	ck_assert_int_eq(umcg_join(w, NULL), 0);
+
+	ck_assert_msg(!LOAD(&ot_hog_gave_up), "way %d: the newcomer waited behind the overtime hog",
+		      ot_way);
+	/* Alone it was never preempted; with company it was. */
+	ck_assert_uint_eq(ot_alone_stats.preemptions, ot_before_stats.preemptions);
+	ck_assert_uint_gt(ot_hog_stats.preemptions, ot_alone_stats.preemptions);
+	rt_end(rt);
+}
+END_TEST
+
+/* SCHED_FIFO servers (where the process may have them) preempt a hog. */
+START_TEST(test_server_priority)
+{
+	struct umcg_rt_attr attr;
+	struct umcg_rt *rt = NULL;
+	struct umcg_worker *h, *p[HOG_PEERS];
+	struct watchdog wd;
+	int i, ret;
+
+	umcg_rt_attr_init(&attr);
+	ck_assert_int_eq(attr.server_priority, 0);
+	attr.nr_servers = 1;
+	attr.timeslice_ns = 1 * MS;
+	attr.server_priority = 1;
+	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
+	ret = umcg_rt_start(rt);
+	if (ret == -EPERM) {
+		/* Refused cleanly: nothing runs, and it can be destroyed. */
+		ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+		fprintf(stderr, "test_server_priority: SCHED_FIFO not permitted, skipped\n");
+		return;
+	}
+	ck_assert_int_eq(ret, 0);
+	peer_rounds = 200 * stress();
+	ck_assert_int_eq(umcg_spawn(rt, &h, NULL, hog, NULL), 0);
+	WAIT_UNTIL(LOAD(&hog_running));
+	watchdog_start(&wd, "preemption", peer_progress, HOG_PEERS, HOG_PEERS * peer_rounds, rt);
+	for (i = 0; i < HOG_PEERS; i++)
+		ck_assert_int_eq(umcg_spawn(rt, &p[i], NULL, hog_peer, (void *)(intptr_t)i), 0);
+	for (i = 0; i < HOG_PEERS; i++)
+		ck_assert_int_eq(umcg_join(p[i], NULL), 0);
+	ck_assert_int_eq(umcg_join(h, NULL), 0);
+	watchdog_stop(&wd);
+	ck_assert_msg(!LOAD(&hog_gave_up), "the peers did not finish while the hog spun");
+	ck_assert_uint_gt(hog_stats.preemptions, 0);
+	rt_end(rt);
+}
+END_TEST
+
 #define COOP_SPIN_NS (100 * MS)
 static _Atomic(struct umcg_worker *) coop_peer;
 static atomic_ulong coop_peer_runs;
@@ -1851,6 +2008,14 @@ START_TEST(test_misuse_rt_attr)
 	}
 	attr.policy = NULL;
 
+	/* SCHED_FIFO priorities are 1-99; 0 means none. */
+	attr.server_priority = -1;
+	ck_assert_int_eq(umcg_rt_create(&rt, &attr), -EINVAL);
+	attr.server_priority = 100;
+	ck_assert_int_eq(umcg_rt_create(&rt, &attr), -EINVAL);
+	ck_assert_ptr_eq(rt, BOGUS_RT);
+	attr.server_priority = 0;
+
 	/* The limit itself is accepted. */
 	attr.nr_servers = 1024;
 	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
@@ -2153,6 +2318,8 @@ static Suite *runtime_suite(void)
 	tc = tcase_create("preempt");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_preempt_hog);
+	tcase_add_loop_test(tc, test_overtime, 0, OT_NR);
+	tcase_add_test(tc, test_server_priority);
 	tcase_add_test(tc, test_cooperative_no_preempt);
 	suite_add_tcase(s, tc);
 

@@ -55,6 +55,20 @@ struct umcg_policy_ops;
  *	(default), CLOCK_REALTIME, CLOCK_BOOTTIME or CLOCK_TAI.
  * @pin_servers: pin server i to the i-th CPU of the mask (default true);
  *	workers follow their server's CPU.
+ * @server_priority: 0 (default): the servers keep the scheduling policy of
+ *	the thread that calls umcg_rt_start(). 1-99: they run SCHED_FIFO at
+ *	that priority, which needs CAP_SYS_NICE or an RLIMIT_RTPRIO at least
+ *	as high (umcg_rt_start() fails with -EPERM otherwise).
+ *
+ * Why a server priority. On the emulation every worker is a kernel thread
+ * on its server's CPU, and the server needs that CPU for a moment whenever
+ * a slice ends or a worker is pushed on its list. Under SCHED_OTHER the
+ * kernel lets the running worker keep the CPU until its own tick-based
+ * preemption (milliseconds), so slices much shorter than that are not
+ * kept. A SCHED_FIFO server takes the CPU the moment it wakes. The server
+ * sleeps whenever a worker runs, so it costs the system nothing else.
+ * Workers stay SCHED_OTHER. On the kernel backend the same applies to the
+ * server's wake-up at the end of a slice.
  */
 struct umcg_rt_attr {
 	unsigned int nr_servers;
@@ -63,6 +77,7 @@ struct umcg_rt_attr {
 	void *policy_arg;
 	clockid_t clock;
 	bool pin_servers;
+	int server_priority;
 	uint64_t __reserved[8];
 };
 
@@ -93,8 +108,9 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
  *
  * Return: 0 once every server is registered and waiting for work; -EINVAL
  *  for NULL; -EBUSY if already started; -EAGAIN if a thread could not be
- *  created (nothing is left running); -EDEADLK from a worker; -ECHILD
- *  after fork().
+ *  created; -EPERM if @server_priority asks for SCHED_FIFO and the process
+ *  may not have it; -EDEADLK from a worker; -ECHILD after fork(). On an
+ *  error no server is left running.
  * Context: any thread that is not one of @rt's workers.
  */
 UMCG_API int umcg_rt_start(struct umcg_rt *rt);
