@@ -17,6 +17,17 @@
  *    queue under a mutex and a condition variable (a pool rather than a
  *    thread per task: creating a thread costs about as much as a short task).
  *
+ * Priorities, both off by default (0 = SCHED_OTHER):
+ *  - --server-priority P: both runtimes' servers run SCHED_FIFO at P
+ *    (umcg_rt_attr.server_priority), so that a server takes its CPU the
+ *    moment a slice ends or work arrives;
+ *  - --rt-priority P: the submitter runs SCHED_FIFO at P while it submits,
+ *    in all three versions, so that it is not late behind busy workers.
+ * Workers and pthread pool threads stay SCHED_OTHER. Where the process may
+ * not use SCHED_FIFO, both fall back to 0; the report gives what was in
+ * force ("server_priority", "submitter_rt_priority"). The README has what
+ * each costs on the emulation.
+ *
  * Two phases per version:
  *  - latency: open loop. The main thread (a plain thread, not a worker)
  *    submits --tasks tasks at Poisson arrival times whose mean rate is
@@ -92,6 +103,8 @@ struct options {
 	uint64_t slice_us;
 	unsigned int pool; /* workers per server */
 	unsigned int repeat;
+	int rt_priority; /* SCHED_FIFO priority of the submitter */
+	int server_priority; /* umcg_rt_attr.server_priority */
 };
 
 /* One task of a schedule: when it arrives (ns after the start), how long. */
@@ -316,6 +329,25 @@ static uint64_t process_cpu_ns(void)
 }
 
 static unsigned int ncpus; /* in the affinity mask */
+static int rt_priority; /* what is in force: --rt-priority, or 0 */
+static int server_priority; /* what is in force: --server-priority, or 0 */
+
+/* The calling thread to SCHED_FIFO at rt_priority (@on), or back. */
+static void submitter_rt(bool on)
+{
+	struct sched_param sp = { .sched_priority = on ? rt_priority : 0 };
+	int ret;
+
+	if (!rt_priority)
+		return;
+	ret = pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp);
+	if (ret == EPERM && on) {
+		fprintf(stderr, "SCHED_FIFO denied: the submitter runs SCHED_OTHER\n");
+		rt_priority = 0;
+	} else if (ret) {
+		die("pthread_setschedparam: %s", strerror(ret));
+	}
+}
 
 struct phase_result {
 	double short_p50_us, short_p99_us, long_p50_us;
@@ -407,6 +439,8 @@ static struct phase_result run_phase(enum mode mode, struct umcg_rt *rt, unsigne
 	}
 
 	sum_stats(rt, &st0);
+	/* After the spawns: the pool threads must not inherit it. */
+	submitter_rt(true);
 	cpu0 = process_cpu_ns();
 	p->base = now_ns() + 100 * NSEC_PER_USEC;
 	if (open_loop) {
@@ -432,6 +466,7 @@ static struct phase_result run_phase(enum mode mode, struct umcg_rt *rt, unsigne
 		futex_wait(&p->completed, c);
 	cpu1 = process_cpu_ns();
 	wall = now_ns() - p->base;
+	submitter_rt(false);
 	sum_stats(rt, &st1);
 	stop_pool(p);
 	if (p->duplicates)
@@ -547,6 +582,10 @@ static void usage(FILE *f)
 		   "  --load F           arrival rate / capacity (default 0.7)\n"
 		   "  --slice-us US      timeslice of the preemptive runtime (default 100)\n"
 		   "  --pool N           workers (threads) per server (default 8)\n"
+		   "  --rt-priority P    SCHED_FIFO priority of the submitter\n"
+		   "                     (default 0 = SCHED_OTHER; falls back to 0 if denied)\n"
+		   "  --server-priority P  umcg_rt_attr.server_priority of both runtimes\n"
+		   "                     (default 0; falls back to 0 if denied)\n"
 		   "  --repeat R         runs; medians reported (default 3)\n"
 		   "  --quick            a short smoke run (1500 tasks, batch 500, R=1)\n"
 		   "  --help             this text\n"
@@ -565,6 +604,8 @@ static void parse_args(int argc, char **argv, struct options *opt)
 		{ "slice-us", required_argument, NULL, 'S' },
 		{ "pool", required_argument, NULL, 'P' },
 		{ "repeat", required_argument, NULL, 'r' },
+		{ "rt-priority", required_argument, NULL, 'R' },
+		{ "server-priority", required_argument, NULL, 'V' },
 		{ "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -580,6 +621,7 @@ static void parse_args(int argc, char **argv, struct options *opt)
 	opt->slice_us = 100;
 	opt->pool = 8;
 	opt->repeat = 3;
+	opt->rt_priority = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -609,6 +651,12 @@ static void parse_args(int argc, char **argv, struct options *opt)
 		case 'r':
 			opt->repeat = (unsigned int)parse_u64("--repeat", optarg, 1, 1000);
 			break;
+		case 'R':
+			opt->rt_priority = (int)parse_u64("--rt-priority", optarg, 0, 99);
+			break;
+		case 'V':
+			opt->server_priority = (int)parse_u64("--server-priority", optarg, 0, 99);
+			break;
 		case 'q':
 			opt->tasks = 1500;
 			opt->batch = 500;
@@ -628,6 +676,8 @@ static void parse_args(int argc, char **argv, struct options *opt)
 	}
 }
 
+/* A started runtime; SCHED_FIFO servers at rt_priority, or plain ones
+ * (and rt_priority 0 from then on) if that is denied. */
 static struct umcg_rt *make_rt(uint64_t slice_ns)
 {
 	struct umcg_rt_attr attr;
@@ -636,10 +686,22 @@ static struct umcg_rt *make_rt(uint64_t slice_ns)
 
 	umcg_rt_attr_init(&attr);
 	attr.timeslice_ns = slice_ns;
+	attr.server_priority = server_priority;
 	ret = umcg_rt_create(&rt, &attr);
 	if (ret)
 		die_err("umcg_rt_create", ret);
 	ret = umcg_rt_start(rt);
+	if (ret == -EPERM && server_priority) {
+		fprintf(stderr, "SCHED_FIFO denied: the servers run SCHED_OTHER\n");
+		server_priority = 0;
+		attr.server_priority = 0;
+		if (umcg_rt_destroy(rt))
+			die("umcg_rt_destroy failed");
+		ret = umcg_rt_create(&rt, &attr);
+		if (ret)
+			die_err("umcg_rt_create", ret);
+		ret = umcg_rt_start(rt);
+	}
 	if (ret)
 		die_err("umcg_rt_start", ret);
 	return rt;
@@ -743,6 +805,8 @@ int main(int argc, char **argv)
 
 	first_cpu(&ncpus);
 	ns_per_round = spin_calibrate();
+	rt_priority = opt.rt_priority;
+	server_priority = opt.server_priority;
 	rts[MODE_COOP] = make_rt(0);
 	rts[MODE_PREEMPT] = make_rt(opt.slice_us * NSEC_PER_USEC);
 	rts[MODE_PTHREAD] = NULL;
@@ -794,6 +858,8 @@ int main(int argc, char **argv)
 	json_double(&j, "long_us", opt.long_us, 1);
 	json_double(&j, "long_percent", opt.long_percent, 2);
 	json_u64(&j, "slice_us", opt.slice_us);
+	json_u64(&j, "submitter_rt_priority", (uint64_t)rt_priority);
+	json_u64(&j, "server_priority", (uint64_t)server_priority);
 	json_double(&j, "load", opt.load, 2);
 	json_double(&j, "offered_tasks_per_s", rate, 0);
 	json_u64(&j, "tasks", opt.tasks);
