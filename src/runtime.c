@@ -264,15 +264,20 @@ static void poke(struct server *s)
 }
 
 /*
- * Let a worker on the server's CPU run for a moment. Not sched_yield(): a
- * SCHED_FIFO server would get the CPU straight back from its SCHED_OTHER
- * workers. Servers block every signal, so the sleep is never cut short.
+ * Let a worker on the server's CPU run for a moment. sched_yield() does it
+ * for a SCHED_OTHER server and is cheap; a SCHED_FIFO server would get the
+ * CPU straight back from its SCHED_OTHER workers, so it sleeps instead (a
+ * timer interrupt: tens of microseconds on a VM). Servers block every
+ * signal, so the sleep is never cut short.
  */
-static void server_pause(void)
+static void server_pause(const struct server *s)
 {
 	struct timespec ts = { 0, 1000 };
 
-	nanosleep(&ts, NULL);
+	if (s->rt->attr.server_priority > 0)
+		nanosleep(&ts, NULL);
+	else
+		sched_yield();
 }
 
 /* ---- attributes and creation ------------------------------------------- */
@@ -438,7 +443,7 @@ static bool wake_nowait(struct server *s, pid_t tid)
 		umcg__store(&s->task.next_tid, 0, umcg__relaxed);
 		/* Unconsumed: we were woken ourselves (the caller takes the
 		 * list again anyway), or @tid is not RUNNABLE yet. */
-		server_pause();
+		server_pause(s);
 	}
 	return false;
 }
@@ -563,7 +568,7 @@ static void resolve_current(struct server *s)
 				handed = true;
 				break;
 			}
-			server_pause(); /* it is about to hand over: let it */
+			server_pause(s); /* it is about to hand over: let it */
 		}
 		x = umcg__xchg(&c->staged, NULL, umcg__acq_rel);
 		if (!x)

@@ -48,7 +48,11 @@ struct umcg_policy_ops;
  * @nr_servers: number of servers; 0 = one per CPU in the affinity mask of the
  *	thread calling umcg_rt_create(). At most 1024.
  * @timeslice_ns: preemption timeslice; 0 = cooperative (a worker runs until
- *	it yields, blocks, parks or exits).
+ *	it yields, blocks, parks or exits). A worker is preempted when its
+ *	slice is over and another worker waits for its server; while none
+ *	waits it runs on, and the first one to arrive preempts it at once.
+ *	(A policy without nr_queued() cannot tell: then every slice end
+ *	preempts.)
  * @policy: the scheduling policy; NULL = &umcg_policy_fifo.
  * @policy_arg: passed to @policy->create().
  * @clock: clock of the timestamps, deadlines and sleeps: CLOCK_MONOTONIC
