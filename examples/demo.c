@@ -88,6 +88,7 @@ struct options {
 	uint64_t slice_us;
 	const struct umcg_policy_ops *policy;
 	double seconds;
+	int server_priority; /* 0, or SCHED_FIFO 1-99 */
 };
 
 /* Counters, relaxed atomics (see the header comment). */
@@ -418,6 +419,8 @@ static void usage(FILE *f)
 		"  --slice-us N        timeslice in microseconds; 0 = cooperative (default 1000)\n"
 		"  --policy NAME       fifo or priority (default fifo)\n"
 		"  --seconds S         how long the workload runs (default 3)\n"
+		"  --server-priority P run the servers SCHED_FIFO at P (1-99; needs\n"
+		"                      CAP_SYS_NICE or RLIMIT_RTPRIO; default 0 = no)\n"
 		"  --help              this text\n"
 		"Exit status: 0 if every check held, 1 if one failed, 2 for a bad option.\n");
 }
@@ -445,6 +448,7 @@ static void parse_args(int argc, char **argv, struct options *opt)
 		{ "slice-us", required_argument, NULL, 'S' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "seconds", required_argument, NULL, 't' },
+		{ "server-priority", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -456,6 +460,7 @@ static void parse_args(int argc, char **argv, struct options *opt)
 	opt->slice_us = 1000;
 	opt->policy = &umcg_policy_fifo;
 	opt->seconds = 3;
+	opt->server_priority = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -490,6 +495,9 @@ static void parse_args(int argc, char **argv, struct options *opt)
 					"umcg-demo: --seconds wants a number in [0.1, 3600]\n");
 				exit(2);
 			}
+			break;
+		case 'P':
+			opt->server_priority = (int)parse_uint("--server-priority", optarg, 99);
 			break;
 		case 'h':
 			usage(stdout);
@@ -632,6 +640,7 @@ int main(int argc, char **argv)
 	attr.nr_servers = opt.servers;
 	attr.timeslice_ns = opt.slice_us * 1000;
 	attr.policy = opt.policy;
+	attr.server_priority = opt.server_priority;
 	ret = umcg_rt_create(&rt, &attr);
 	if (ret) {
 		fprintf(stderr, "umcg-demo: umcg_rt_create: %s (%s)\n", strerror(-ret),
@@ -640,7 +649,8 @@ int main(int argc, char **argv)
 	}
 	nr = umcg_rt_nr_servers(rt);
 	ncpu_workers = opt.workers < 0 ? 2 * nr : (unsigned int)opt.workers;
-	printf("umcg-demo: %u servers, %s policy, %s, backend %s\n", nr, opt.policy->name,
+	printf("umcg-demo: %u %sservers, %s policy, %s, backend %s\n", nr,
+	       opt.server_priority ? "SCHED_FIFO " : "", opt.policy->name,
 	       cooperative ? "cooperative" : "preemptive",
 	       umcg_backend_name(umcg_backend_active()));
 	printf("           %u CPU-bound workers, %d echo pairs, %d sleepers, a feeder of short "
@@ -649,7 +659,9 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	ret = umcg_rt_start(rt);
 	if (ret) {
-		fprintf(stderr, "umcg-demo: umcg_rt_start: %s\n", strerror(-ret));
+		fprintf(stderr, "umcg-demo: umcg_rt_start: %s%s\n", strerror(-ret),
+			ret == -EPERM ? " (SCHED_FIFO servers need CAP_SYS_NICE or RLIMIT_RTPRIO)" :
+					"");
 		return 1;
 	}
 

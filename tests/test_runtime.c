@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1457,6 +1458,45 @@ START_TEST(test_overtime)
 }
 END_TEST
 
+/*
+ * In a child without the right to SCHED_FIFO (RLIMIT_RTPRIO 0 and, when
+ * run as root, an unprivileged user): start fails with -EPERM, leaves no
+ * server running, and the runtime can be destroyed. Return: the child's
+ * exit status (0 = all held; 77 = could not drop the right).
+ */
+static int server_priority_denied_child(void)
+{
+	struct rlimit rl = { 0, 0 };
+	struct umcg_rt_attr attr;
+	struct umcg_rt *rt = NULL;
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	if (pid == 0) {
+		if (setrlimit(RLIMIT_RTPRIO, &rl) ||
+		    (geteuid() == 0 && (setgid(65534) || setuid(65534))))
+			_exit(77);
+		umcg_rt_attr_init(&attr);
+		attr.nr_servers = 1;
+		attr.server_priority = 1;
+		if (umcg_rt_create(&rt, &attr))
+			_exit(1);
+		if (umcg_rt_start(rt) != -EPERM)
+			_exit(2);
+		/* Not started: a spawn is refused, destroy works. */
+		if (umcg_spawn(rt, NULL, NULL, echo, NULL) != -ENODEV)
+			_exit(3);
+		if (umcg_rt_destroy(rt))
+			_exit(4);
+		_exit(0);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
 /* SCHED_FIFO servers (where the process may have them) preempt a hog. */
 START_TEST(test_server_priority)
 {
@@ -1465,6 +1505,9 @@ START_TEST(test_server_priority)
 	struct umcg_worker *h, *p[HOG_PEERS];
 	struct watchdog wd;
 	int i, ret;
+
+	ret = server_priority_denied_child();
+	ck_assert_msg(ret == 0 || ret == 77, "denied SCHED_FIFO: child check %d failed", ret);
 
 	umcg_rt_attr_init(&attr);
 	ck_assert_int_eq(attr.server_priority, 0);

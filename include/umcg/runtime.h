@@ -67,12 +67,16 @@ struct umcg_policy_ops;
  * Why a server priority. On the emulation every worker is a kernel thread
  * on its server's CPU, and the server needs that CPU for a moment whenever
  * a slice ends or a worker is pushed on its list. Under SCHED_OTHER the
- * kernel lets the running worker keep the CPU until its own tick-based
- * preemption (milliseconds), so slices much shorter than that are not
- * kept. A SCHED_FIFO server takes the CPU the moment it wakes. The server
- * sleeps whenever a worker runs, so it costs the system nothing else.
- * Workers stay SCHED_OTHER. On the kernel backend the same applies to the
- * server's wake-up at the end of a slice.
+ * kernel lets the running worker go on until its own scheduler preempts it
+ * (about 2 ms on a 2-CPU machine with Linux 6.18), so slices much shorter
+ * than that are stretched. A SCHED_FIFO server takes the CPU the moment it
+ * wakes; it sleeps whenever a worker runs, so it takes nothing else from
+ * the system. Workers stay SCHED_OTHER. The price is that every slice end
+ * then really preempts, and on the emulation a preemption costs a signal
+ * and several context switches (about 60 us on a VM): with slices of
+ * 100 us and always someone waiting, a third of the CPU. The kernel backend
+ * has the same wake-up question for the server but a much cheaper
+ * preemption.
  */
 struct umcg_rt_attr {
 	unsigned int nr_servers;
