@@ -622,6 +622,7 @@ static void parse_args(int argc, char **argv, struct options *opt)
 	opt->pool = 8;
 	opt->repeat = 3;
 	opt->rt_priority = 0;
+	opt->server_priority = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -676,8 +677,8 @@ static void parse_args(int argc, char **argv, struct options *opt)
 	}
 }
 
-/* A started runtime; SCHED_FIFO servers at rt_priority, or plain ones
- * (and rt_priority 0 from then on) if that is denied. */
+/* A started runtime; SCHED_FIFO servers at server_priority, or plain ones
+ * (and server_priority 0 from then on) if that is denied. */
 static struct umcg_rt *make_rt(uint64_t slice_ns)
 {
 	struct umcg_rt_attr attr;
