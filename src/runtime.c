@@ -36,9 +36,9 @@
  * Overtime (preemptive runtimes, policies with nr_queued): a worker whose
  * slice ends while nothing else waits for its server is not preempted;
  * preempting it would only put it back on the CPU at a cost. The server
- * sets `overtime` and sleeps without a deadline; the first worker that
- * becomes runnable for it wakes it, and then the overtime worker is
- * preempted at once (its slice is over). What can become runnable, and
+ * sets `overtime` and sleeps with only the idle backstop as its deadline;
+ * the first worker that becomes runnable for it wakes it, and then the
+ * overtime worker is preempted at once (its slice is over). What can become runnable, and
  * how the server hears of it:
  *   - a worker that yields, blocks, wakes or registers: umcg_wait(), the
  *     wake-up of a blocked worker and registration always wake the server;
@@ -180,6 +180,7 @@ struct server {
 	pid_t tid;
 	int idle; /* sleeping with nothing to run */
 	int overtime; /* current ran past its slice, nothing waits */
+	bool rt_class; /* runs SCHED_FIFO or SCHED_RR (set or inherited) */
 	int ready; /* registered (futex for start) */
 	struct umcg_worker *current; /* ran last and may still be running */
 	uint64_t slice_end;
@@ -205,8 +206,9 @@ static __thread struct umcg_worker *cur_worker;
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 /*
  * The process ID, kept by the fork handler: getpid() is a system call in
- * glibc, and forked() runs on every unpark. A child made without fork()
- * (a raw clone) is not seen; it must not use a runtime of its parent.
+ * glibc, and forked() runs on every unpark. A child made without fork()'s
+ * handlers (_Fork(), a raw clone, a vfork() child that does not exec) is
+ * not seen; it must not use a runtime of its parent.
  */
 static pid_t rt_pid;
 
@@ -264,17 +266,20 @@ static void poke(struct server *s)
 }
 
 /*
- * Let a worker on the server's CPU run for a moment. sched_yield() does it
- * for a SCHED_OTHER server and is cheap; a SCHED_FIFO server would get the
- * CPU straight back from its SCHED_OTHER workers, so it sleeps instead (a
- * timer interrupt: tens of microseconds on a VM). Servers block every
+ * Let a worker on the server's CPU run for a moment; @n counts the pauses
+ * of this wait so far. sched_yield() does it for a SCHED_OTHER server and
+ * is cheap. A SCHED_FIFO or SCHED_RR server would get the CPU straight
+ * back from its SCHED_OTHER workers, so it sleeps instead, long enough for
+ * the worker to get somewhere: 20 us, doubling up to 640 us (a sleep of a
+ * microsecond ends before the worker has done anything, and the server
+ * spins until the kernel's RT throttling steps in). Servers block every
  * signal, so the sleep is never cut short.
  */
-static void server_pause(const struct server *s)
+static void server_pause(const struct server *s, unsigned int n)
 {
-	struct timespec ts = { 0, 1000 };
+	struct timespec ts = { 0, 20000L << (n < 5 ? n : 5) };
 
-	if (s->rt->attr.server_priority > 0)
+	if (s->rt_class)
 		nanosleep(&ts, NULL);
 	else
 		sched_yield();
@@ -432,7 +437,7 @@ static enum umcg_enqueue_reason account_return(struct server *s, struct umcg_wor
  */
 static bool wake_nowait(struct server *s, pid_t tid)
 {
-	int tries;
+	unsigned int tries;
 
 	for (tries = 0; tries < 100; tries++) {
 		umcg__store(&s->task.next_tid, (uint32_t)tid, umcg__relaxed);
@@ -443,7 +448,7 @@ static bool wake_nowait(struct server *s, pid_t tid)
 		umcg__store(&s->task.next_tid, 0, umcg__relaxed);
 		/* Unconsumed: we were woken ourselves (the caller takes the
 		 * list again anyway), or @tid is not RUNNABLE yet. */
-		server_pause(s);
+		server_pause(s, tries);
 	}
 	return false;
 }
@@ -543,6 +548,7 @@ static void resolve_current(struct server *s)
 {
 	struct umcg_rt *rt = s->rt;
 	struct umcg_worker *c, *x;
+	unsigned int pauses = 0;
 	bool handed;
 	uint32_t st;
 	int in;
@@ -568,7 +574,8 @@ static void resolve_current(struct server *s)
 				handed = true;
 				break;
 			}
-			server_pause(s); /* it is about to hand over: let it */
+			/* It is about to hand over: let it. */
+			server_pause(s, pauses++);
 		}
 		x = umcg__xchg(&c->staged, NULL, umcg__acq_rel);
 		if (!x)
@@ -606,7 +613,7 @@ static bool overtime_ok(struct server *s, struct umcg_worker *c)
 
 /*
  * The current worker runs: preempt it if its slice is over and something
- * waits. Return: the deadline for our wait (0: none).
+ * waits. Return: the deadline for our wait.
  */
 static uint64_t check_slice(struct server *s)
 {
@@ -617,7 +624,7 @@ static uint64_t check_slice(struct server *s)
 	if (now < s->slice_end)
 		return s->slice_end;
 	if (overtime_ok(s, c))
-		return 0;
+		return now + IDLE_BACKSTOP_NS;
 	c->preempt_sent = 1;
 	if (umcg_preempt(&c->task, c->tid))
 		c->preempt_sent = 0;
@@ -713,12 +720,16 @@ static void *server_main(void *arg)
 	if (rt->attr.server_priority > 0) {
 		struct sched_param sp = { .sched_priority = rt->attr.server_priority };
 
-		if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) {
-			umcg__store(&s->ready, -EPERM, umcg__release);
+		ret = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+		if (ret) {
+			umcg__store(&s->ready, -ret, umcg__release);
 			umcg__futex_wake((uint32_t *)&s->ready);
 			return NULL;
 		}
 	}
+	/* Set, or inherited from the thread that started us. */
+	ret = sched_getscheduler(0);
+	s->rt_class = ret == SCHED_FIFO || ret == SCHED_RR;
 	/* Slice ends to the microsecond, not the default 50 us timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	if (s->cpu >= 0) {

@@ -451,7 +451,13 @@ struct umcg_policy_link {
  *	or NULL. The runtime migrates it to @thief: from then on it belongs to
  *	@thief's queues (an ENQ_RETURN of it goes to @thief).
  * @nr_queued: optional; how many workers wait on @server (used to wake idle
- *	servers when @server has surplus). Without it no idle server is woken.
+ *	servers when @server has surplus, and by preemptive runtimes to let a
+ *	worker run past its slice while none waits). Without it no idle server
+ *	is woken and every slice end preempts. Called by @server itself (and
+ *	by other servers choosing whom to wake); for the calling server's own
+ *	queue the count must be exact, not a hint: a 0 while a worker waits
+ *	keeps that worker waiting until the running one stops (at most the
+ *	runtime's 50 ms backstop, then it is asked again).
  * @select_server: optional; the server a new worker with no affinity
  *	starts on (@hint is a round-robin suggestion). Default: @hint. The
  *	exception to the threading rule: it runs on the thread that calls
