@@ -529,6 +529,7 @@ static void sum_servers(struct umcg_server_stats *sum)
 		sum->steals += s.steals;
 		sum->idle_wakeups += s.idle_wakeups;
 		sum->wakeups_sent += s.wakeups_sent;
+		sum->missed_wakeups += s.missed_wakeups;
 	}
 }
 
@@ -788,6 +789,9 @@ int main(int argc, char **argv)
 		bad |= fail("a timeslice, CPU-bound workers, and no preemption");
 	if (cooperative && sum.preemptions)
 		bad |= fail("%" PRIu64 " preemptions without a timeslice", sum.preemptions);
+	if (sum.missed_wakeups)
+		bad |= fail("%" PRIu64 " wake-ups a server missed (found at its backstop)",
+			    sum.missed_wakeups);
 
 	ret = umcg_rt_destroy(rt);
 	if (ret)

@@ -180,6 +180,7 @@ struct server {
 	pid_t tid;
 	int idle; /* sleeping with nothing to run */
 	int overtime; /* current ran past its slice, nothing waits */
+	bool overtime_wait; /* our wait's deadline is the overtime backstop */
 	bool rt_class; /* runs SCHED_FIFO or SCHED_RR (set or inherited) */
 	int ready; /* registered (futex for start) */
 	struct umcg_worker *current; /* ran last and may still be running */
@@ -613,9 +614,10 @@ static bool overtime_ok(struct server *s, struct umcg_worker *c)
 
 /*
  * The current worker runs: preempt it if its slice is over and something
- * waits. Return: the deadline for our wait.
+ * waits. @expired: our last wait was an overtime one and ran out. Return:
+ * the deadline for our wait.
  */
-static uint64_t check_slice(struct server *s)
+static uint64_t check_slice(struct server *s, bool expired)
 {
 	struct umcg_rt *rt = s->rt;
 	struct umcg_worker *c = s->current;
@@ -623,8 +625,13 @@ static uint64_t check_slice(struct server *s)
 
 	if (now < s->slice_end)
 		return s->slice_end;
-	if (overtime_ok(s, c))
+	if (overtime_ok(s, c)) {
+		s->overtime_wait = true;
 		return now + IDLE_BACKSTOP_NS;
+	}
+	/* Something waits that did not wake us: see missed_wakeups. */
+	if (expired)
+		STAT_INC(s->st.missed_wakeups);
 	c->preempt_sent = 1;
 	if (umcg_preempt(&c->task, c->tid))
 		c->preempt_sent = 0;
@@ -638,6 +645,7 @@ static void server_loop(struct server *s)
 	struct umcg_rt *rt = s->rt;
 	uint64_t slice = rt->attr.timeslice_ns;
 	clockid_t clk = rt->attr.clock;
+	bool expired = false;
 
 	for (;;) {
 		struct umcg_worker *next = NULL, *exits = NULL;
@@ -677,7 +685,7 @@ static void server_loop(struct server *s)
 		}
 		umcg__store(&s->overtime, 0, umcg__relaxed);
 		if (s->current && slice) {
-			deadline = check_slice(s);
+			deadline = check_slice(s, expired);
 		} else if (s->current || next) {
 			deadline = slice ? s->slice_end : 0;
 		} else {
@@ -685,7 +693,10 @@ static void server_loop(struct server *s)
 			umcg__store(&s->idle, 1, umcg__seq_cst);
 		}
 
+		expired = false;
 		ret = umcg_wait(0, deadline);
+		expired = s->overtime_wait && ret == -ETIMEDOUT;
+		s->overtime_wait = false;
 
 		if (!s->current && !next) {
 			if (!umcg__xchg(&s->idle, 0, umcg__seq_cst) && ret == 0)
@@ -1327,6 +1338,7 @@ UMCG_API int umcg_rt_server_stats(const struct umcg_rt *rt, unsigned int server,
 	out->steals = umcg__load(&st->steals, umcg__relaxed);
 	out->idle_wakeups = umcg__load(&st->idle_wakeups, umcg__relaxed);
 	out->wakeups_sent = umcg__load(&st->wakeups_sent, umcg__relaxed);
+	out->missed_wakeups = umcg__load(&st->missed_wakeups, umcg__relaxed);
 	out->cpu = st->cpu;
 	return 0;
 }

@@ -1397,8 +1397,10 @@ static void *ot_sleeper(void *arg)
 	(void)arg;
 	STORE(&ot_announced, 1);
 	/* Long enough that the hog is in overtime when it ends (if the hog
-	 * is later than that to start, the test says so: ot_ran_early). */
-	EXPECT(umcg_sleep_for(OT_ALONE + 20 * MS * slow_factor()) == 0, "umcg_sleep_for() failed");
+	 * is later than that to start, the test says so: ot_ran_early), and
+	 * shorter than the server's 50 ms overtime backstop, which would
+	 * otherwise find the sleeper in the same moment it turns up. */
+	EXPECT(umcg_sleep_for(OT_ALONE + 20 * MS) == 0, "umcg_sleep_for() failed");
 	STORE(&ot_ran, 1);
 	return NULL;
 }
@@ -1459,6 +1461,7 @@ START_TEST(test_overtime)
 	struct umcg_rt_attr attr;
 	struct umcg_rt *rt = NULL;
 	struct umcg_worker *h, *w = NULL;
+	struct umcg_server_stats ss;
 
 	ot_way = _i;
 	umcg_rt_attr_init(&attr);
@@ -1495,6 +1498,9 @@ START_TEST(test_overtime)
 	else
 		fprintf(stderr, "test_overtime: way %d: the newcomer came early\n", ot_way);
 	ck_assert_uint_gt(ot_hog_stats.preemptions, ot_alone_stats.preemptions);
+	/* It got there by a wake-up, not by the server's backstop. */
+	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &ss), 0);
+	ck_assert_uint_eq(ss.missed_wakeups, 0);
 	rt_end(rt);
 }
 END_TEST
@@ -1537,6 +1543,87 @@ static int server_priority_denied_child(void)
 	ck_assert(WIFEXITED(st));
 	return WEXITSTATUS(st);
 }
+
+/*
+ * The overtime race, many times over: a hog unparks a parked worker of its
+ * own server at moments spread around its slice ends (slices of 20 us),
+ * then spins until that worker has run. The server is deciding "overtime"
+ * or not at about the moment of the unpark, so the Dekker pair of
+ * runtime.c ("Overtime") is what makes the parker run; a lost wake-up
+ * stalls the watchdog. _i: 0 = FIFO (the unpark stages a direct handoff),
+ * 1 = strict priority (the unpark pushes).
+ */
+static atomic_ulong ots_progress[1];
+static _Atomic(struct umcg_worker *) ots_parker_w;
+static unsigned long ots_rounds;
+static atomic_int ots_hog_gave_up;
+
+static void *ots_parker(void *arg)
+{
+	unsigned long r;
+
+	(void)arg;
+	for (r = 0; r < ots_rounds; r++) {
+		EXPECT(umcg_park() == 0, "umcg_park() failed in a worker");
+		BUMP(&ots_progress[0]);
+	}
+	return NULL;
+}
+
+static void *ots_hog(void *arg)
+{
+	uint64_t limit = mono_ns() + liveness_ns() * stress(), until, x = 12345;
+	struct umcg_worker *p = LOAD(&ots_parker_w);
+	unsigned long r;
+
+	(void)arg;
+	for (r = 0; r < ots_rounds; r++) {
+		/* 0-60 us: before, at and after the 20 us slice end. */
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		until = mono_ns() + (x >> 33) % 60000;
+		while (mono_ns() < until)
+			;
+		EXPECT(umcg_unpark(p) == 0, "umcg_unpark() failed");
+		while (PEEK(&ots_progress[0]) <= r) {
+			if (mono_ns() > limit) {
+				STORE(&ots_hog_gave_up, 1);
+				return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_overtime_storm)
+{
+	struct umcg_rt_attr attr;
+	struct umcg_rt *rt = NULL;
+	struct umcg_worker *p, *h;
+	struct umcg_server_stats ss;
+	struct watchdog wd;
+
+	ots_rounds = 2000 * stress();
+	umcg_rt_attr_init(&attr);
+	attr.nr_servers = 1;
+	attr.timeslice_ns = 20000;
+	if (_i == 1)
+		attr.policy = &umcg_policy_priority;
+	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
+	ck_assert_int_eq(umcg_rt_start(rt), 0);
+	watchdog_start(&wd, "overtime storm", ots_progress, 1, ots_rounds, rt);
+	ck_assert_int_eq(umcg_spawn(rt, &p, NULL, ots_parker, NULL), 0);
+	STORE(&ots_parker_w, p);
+	ck_assert_int_eq(umcg_spawn(rt, &h, NULL, ots_hog, NULL), 0);
+	ck_assert_int_eq(umcg_join(h, NULL), 0);
+	ck_assert_int_eq(umcg_join(p, NULL), 0);
+	watchdog_stop(&wd);
+	ck_assert_msg(!LOAD(&ots_hog_gave_up), "the parker did not run behind a spinning hog");
+	ck_assert_uint_eq(PEEK(&ots_progress[0]), ots_rounds);
+	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &ss), 0);
+	ck_assert_uint_eq(ss.missed_wakeups, 0);
+	rt_end(rt);
+}
+END_TEST
 
 /* SCHED_FIFO servers (where the process may have them) preempt a hog. */
 START_TEST(test_server_priority)
@@ -2403,6 +2490,7 @@ static Suite *runtime_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_preempt_hog);
 	tcase_add_loop_test(tc, test_overtime, 0, OT_NR);
+	tcase_add_loop_test(tc, test_overtime_storm, 0, 2);
 	tcase_add_test(tc, test_server_priority);
 	tcase_add_test(tc, test_cooperative_no_preempt);
 	suite_add_tcase(s, tc);

@@ -344,6 +344,13 @@ UMCG_API pid_t umcg_worker_tid(const struct umcg_worker *w);
  * @steals: workers it took from other servers' queues.
  * @idle_wakeups: times it was woken while idle.
  * @wakeups_sent: idle servers it woke because it had surplus work.
+ * @missed_wakeups: times it let a worker run past its slice (see
+ *	umcg_rt_attr.timeslice_ns), slept until its 50 ms backstop, and then
+ *	found a worker waiting that nobody had woken it for. Always 0 with the
+ *	built-in policies and backends; a policy whose nr_queued() reads low,
+ *	or a kernel whose umcg_kick() does not wake a waiting server, shows
+ *	here (a worker that turns up within microseconds of the backstop may
+ *	also be counted).
  * @cpu: the CPU it is pinned to, or -1.
  */
 struct umcg_server_stats {
@@ -354,6 +361,7 @@ struct umcg_server_stats {
 	uint64_t steals;
 	uint64_t idle_wakeups;
 	uint64_t wakeups_sent;
+	uint64_t missed_wakeups;
 	int cpu;
 };
 
