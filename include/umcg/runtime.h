@@ -302,6 +302,11 @@ UMCG_API int umcg_park(void);
  * @w: the worker; it must still exist (not joined, and if detached, not
  *	finished), as for any use of a handle.
  *
+ * Once @w is runnable it may run, finish and be joined before this call
+ * returns, but the call still touches @w's server afterwards (to wake it):
+ * the runtime must not be destroyed while an unpark into it may be under
+ * way on another thread.
+ *
  * Return: 0; -EINVAL for NULL; -ECHILD after fork().
  * Context: any thread.
  */
