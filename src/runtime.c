@@ -38,8 +38,8 @@
  * preempting it would only put it back on the CPU at a cost. The server
  * sets `overtime` and sleeps with only the idle backstop as its deadline;
  * the first worker that becomes runnable for it wakes it, and then the
- * overtime worker is preempted at once (its slice is over). What can become runnable, and
- * how the server hears of it:
+ * overtime worker is preempted at once (its slice is over). What can
+ * become runnable, and how the server hears of it:
  *   - a worker that yields, blocks, wakes or registers: umcg_wait(), the
  *     wake-up of a blocked worker and registration always wake the server;
  *   - a push by umcg_unpark() from another server's worker or a plain
@@ -693,7 +693,6 @@ static void server_loop(struct server *s)
 			umcg__store(&s->idle, 1, umcg__seq_cst);
 		}
 
-		expired = false;
 		ret = umcg_wait(0, deadline);
 		expired = s->overtime_wait && ret == -ETIMEDOUT;
 		s->overtime_wait = false;
