@@ -173,19 +173,38 @@ static bool thread_gone(pid_t tid)
 	return access(path, F_OK) != 0;
 }
 
+/*
+ * rt_start_attr() - a started runtime built from @attr, or NULL when @attr
+ * asks for SCHED_FIFO servers and the process may not have them (then the
+ * refused runtime is destroyed and @who reports the skip).
+ */
+static struct umcg_rt *rt_start_attr(const struct umcg_rt_attr *attr, const char *who)
+{
+	struct umcg_rt *rt = NULL;
+	int ret;
+
+	ck_assert_int_eq(umcg_rt_create(&rt, attr), 0);
+	ck_assert_ptr_nonnull(rt);
+	ret = umcg_rt_start(rt);
+	if (ret == -EPERM && attr->server_priority > 0) {
+		/* Refused cleanly: nothing runs, and it can be destroyed. */
+		ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+		fprintf(stderr, "%s: SCHED_FIFO not permitted, skipped\n", who);
+		return NULL;
+	}
+	ck_assert_int_eq(ret, 0);
+	return rt;
+}
+
 /* rt_start() - a started runtime with @nr servers (0: one per CPU). */
 static struct umcg_rt *rt_start(unsigned int nr, uint64_t timeslice_ns)
 {
 	struct umcg_rt_attr attr;
-	struct umcg_rt *rt = NULL;
 
 	umcg_rt_attr_init(&attr);
 	attr.nr_servers = nr;
 	attr.timeslice_ns = timeslice_ns;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_ptr_nonnull(rt);
-	ck_assert_int_eq(umcg_rt_start(rt), 0);
-	return rt;
+	return rt_start_attr(&attr, "rt_start");
 }
 
 /* rt_end() - drain and destroy @rt. */
@@ -1081,23 +1100,18 @@ START_TEST(test_park_pingpong)
 {
 	static const uint64_t slice[] = { 0, 0, 20000, 50000, 20000, 50000 };
 	struct umcg_rt_attr attr;
-	struct umcg_rt *rt = NULL;
+	struct umcg_rt *rt;
 	struct umcg_worker *w[2];
 	struct watchdog wd;
-	int i, ret;
+	int i;
 
 	umcg_rt_attr_init(&attr);
 	attr.nr_servers = _i % 2 == 0 ? 1 : 0;
 	attr.timeslice_ns = slice[_i];
 	attr.server_priority = _i >= 4 ? 1 : 0;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ret = umcg_rt_start(rt);
-	if (ret == -EPERM && _i >= 4) {
-		ck_assert_int_eq(umcg_rt_destroy(rt), 0);
-		fprintf(stderr, "test_park_pingpong:%d: SCHED_FIFO not permitted, skipped\n", _i);
+	rt = rt_start_attr(&attr, "test_park_pingpong");
+	if (!rt)
 		return;
-	}
-	ck_assert_int_eq(ret, 0);
 
 	pp_rounds = 2000 * stress();
 	watchdog_start(&wd, "park ping-pong", pp_progress, 2, 2 * pp_rounds, rt);
@@ -1329,15 +1343,25 @@ static void *hog_peer(void *arg)
 
 /*
  * 1 ms timeslice, one server: the hog runs first and never yields, so the
- * peers can only run when the server preempts it.
+ * peers can only run when the server preempts it. _i: 0 = SCHED_OTHER
+ * servers, 1 = SCHED_FIFO ones (skipped where not permitted).
  */
 START_TEST(test_preempt_hog)
 {
-	struct umcg_rt *rt = rt_start(1, 1 * MS);
+	struct umcg_rt_attr attr;
 	struct umcg_worker *h, *p[HOG_PEERS];
 	struct umcg_server_stats ss;
+	struct umcg_rt *rt;
 	struct watchdog wd;
 	int i;
+
+	umcg_rt_attr_init(&attr);
+	attr.nr_servers = 1;
+	attr.timeslice_ns = 1 * MS;
+	attr.server_priority = _i;
+	rt = rt_start_attr(&attr, "test_preempt_hog");
+	if (!rt)
+		return;
 
 	peer_rounds = 200 * stress();
 	ck_assert_int_eq(umcg_spawn(rt, &h, NULL, hog, NULL), 0);
@@ -1470,8 +1494,7 @@ START_TEST(test_overtime)
 	/* Strict priority has no direct handoff: the unpark pushes. */
 	if (ot_way == OT_PUSHED)
 		attr.policy = &umcg_policy_priority;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_int_eq(umcg_rt_start(rt), 0);
+	rt = rt_start_attr(&attr, "test_overtime");
 	if (ot_way == OT_SLEEPER) {
 		ck_assert_int_eq(umcg_spawn(rt, &w, NULL, ot_sleeper, NULL), 0);
 	} else if (ot_way != OT_SPAWN) {
@@ -1608,8 +1631,7 @@ START_TEST(test_overtime_storm)
 	attr.timeslice_ns = 20000;
 	if (_i == 1)
 		attr.policy = &umcg_policy_priority;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_int_eq(umcg_rt_start(rt), 0);
+	rt = rt_start_attr(&attr, "test_overtime_storm");
 	watchdog_start(&wd, "overtime storm", ots_progress, 1, ots_rounds, rt);
 	ck_assert_int_eq(umcg_spawn(rt, &p, NULL, ots_parker, NULL), 0);
 	STORE(&ots_parker_w, p);
@@ -1625,45 +1647,20 @@ START_TEST(test_overtime_storm)
 }
 END_TEST
 
-/* SCHED_FIFO servers (where the process may have them) preempt a hog. */
+/*
+ * server_priority: 0 by default; refused cleanly where SCHED_FIFO is not
+ * allowed. (SCHED_FIFO servers at work: test_preempt_hog and
+ * test_park_pingpong.)
+ */
 START_TEST(test_server_priority)
 {
 	struct umcg_rt_attr attr;
-	struct umcg_rt *rt = NULL;
-	struct umcg_worker *h, *p[HOG_PEERS];
-	struct watchdog wd;
-	int i, ret;
-
-	ret = server_priority_denied_child();
-	ck_assert_msg(ret == 0 || ret == 77, "denied SCHED_FIFO: child check %d failed", ret);
+	int ret;
 
 	umcg_rt_attr_init(&attr);
 	ck_assert_int_eq(attr.server_priority, 0);
-	attr.nr_servers = 1;
-	attr.timeslice_ns = 1 * MS;
-	attr.server_priority = 1;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ret = umcg_rt_start(rt);
-	if (ret == -EPERM) {
-		/* Refused cleanly: nothing runs, and it can be destroyed. */
-		ck_assert_int_eq(umcg_rt_destroy(rt), 0);
-		fprintf(stderr, "test_server_priority: SCHED_FIFO not permitted, skipped\n");
-		return;
-	}
-	ck_assert_int_eq(ret, 0);
-	peer_rounds = 200 * stress();
-	ck_assert_int_eq(umcg_spawn(rt, &h, NULL, hog, NULL), 0);
-	WAIT_UNTIL(LOAD(&hog_running));
-	watchdog_start(&wd, "preemption", peer_progress, HOG_PEERS, HOG_PEERS * peer_rounds, rt);
-	for (i = 0; i < HOG_PEERS; i++)
-		ck_assert_int_eq(umcg_spawn(rt, &p[i], NULL, hog_peer, (void *)(intptr_t)i), 0);
-	for (i = 0; i < HOG_PEERS; i++)
-		ck_assert_int_eq(umcg_join(p[i], NULL), 0);
-	ck_assert_int_eq(umcg_join(h, NULL), 0);
-	watchdog_stop(&wd);
-	ck_assert_msg(!LOAD(&hog_gave_up), "the peers did not finish while the hog spun");
-	ck_assert_uint_gt(hog_stats.preemptions, 0);
-	rt_end(rt);
+	ret = server_priority_denied_child();
+	ck_assert_msg(ret == 0 || ret == 77, "denied SCHED_FIFO: child check %d failed", ret);
 }
 END_TEST
 
@@ -2488,7 +2485,7 @@ static Suite *runtime_suite(void)
 
 	tc = tcase_create("preempt");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_preempt_hog);
+	tcase_add_loop_test(tc, test_preempt_hog, 0, 2);
 	tcase_add_loop_test(tc, test_overtime, 0, OT_NR);
 	tcase_add_loop_test(tc, test_overtime_storm, 0, 2);
 	tcase_add_test(tc, test_server_priority);
