@@ -50,12 +50,12 @@
  */
 #include <pthread.h>
 #include <stdalign.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include <umcg/runtime.h>
 
+#include "atomics.h"
 #include "policy_common.h"
 
 #define CACHE_LINE 64
@@ -64,7 +64,7 @@ struct fifo_queue {
 	alignas(CACHE_LINE) pthread_mutex_t lock;
 	struct umcg_policy_link *head;
 	struct umcg_policy_link *tail;
-	atomic_size_t nr;
+	size_t nr; /* umcg__load/umcg__store only */
 };
 
 struct fifo {
@@ -77,8 +77,7 @@ struct fifo {
 static void count_add(struct fifo_queue *q, size_t delta)
 {
 	/* Relaxed: writers hold the lock; lock-free readers take a hint. */
-	atomic_store_explicit(&q->nr, atomic_load_explicit(&q->nr, memory_order_relaxed) + delta,
-			      memory_order_relaxed);
+	umcg__store(&q->nr, umcg__load(&q->nr, umcg__relaxed) + delta, umcg__relaxed);
 }
 
 static void push_tail(struct fifo_queue *q, struct umcg_policy_link *l)
@@ -161,7 +160,7 @@ static void *fifo_create(unsigned int nr_servers, void *arg)
 		}
 		f->q[i].head = NULL;
 		f->q[i].tail = NULL;
-		atomic_init(&f->q[i].nr, 0);
+		umcg__store(&f->q[i].nr, 0, umcg__relaxed);
 	}
 	f->nr_servers = nr_servers;
 	return f;
@@ -186,7 +185,7 @@ static struct umcg_worker *fifo_pick_next(void *policy, unsigned int server)
 	struct fifo_queue *q = &((struct fifo *)policy)->q[server];
 
 	/* Exact for the owner: only it adds to its queue (header comment). */
-	if (!atomic_load_explicit(&q->nr, memory_order_relaxed))
+	if (!umcg__load(&q->nr, umcg__relaxed))
 		return NULL;
 	return take_oldest(q);
 }
@@ -217,8 +216,7 @@ static struct umcg_worker *fifo_steal(void *policy, unsigned int thief)
 			unsigned int v = (start + i) % n;
 			struct umcg_worker *w;
 
-			if (v == thief ||
-			    atomic_load_explicit(&f->q[v].nr, memory_order_relaxed) < want)
+			if (v == thief || umcg__load(&f->q[v].nr, umcg__relaxed) < want)
 				continue;
 			w = take_oldest(&f->q[v]);
 			if (w)
@@ -230,7 +228,7 @@ static struct umcg_worker *fifo_steal(void *policy, unsigned int thief)
 
 static size_t fifo_nr_queued(void *policy, unsigned int server)
 {
-	return atomic_load_explicit(&((struct fifo *)policy)->q[server].nr, memory_order_relaxed);
+	return umcg__load(&((struct fifo *)policy)->q[server].nr, umcg__relaxed);
 }
 
 UMCG_API const struct umcg_policy_ops umcg_policy_fifo = {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * policy_priority.c - umcg_policy_priority: strict priority per server,
- * 0 (lowest) to 31, FIFO within a priority; a server with nothing to run
+ * 0 (lowest) to UMCG_PRIORITY_MAX (31), FIFO within a priority; a server with nothing to run
  * steals the highest-priority queued worker of the server whose best
  * queued worker is the best of all.
  *
@@ -53,17 +53,20 @@
  */
 #include <pthread.h>
 #include <stdalign.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include <umcg/runtime.h>
 
+#include "atomics.h"
 #include "policy_common.h"
 
 #define CACHE_LINE 64
-#define NR_LEVELS 32
+#define NR_LEVELS (UMCG_PRIORITY_MAX + 1)
+
+/* One bit of a 32-bit bitmap per level. */
+_Static_assert(NR_LEVELS <= 32, "priority levels must fit the bitmap");
 
 struct level {
 	struct umcg_policy_link *head;
@@ -72,8 +75,8 @@ struct level {
 
 struct prio_queue {
 	alignas(CACHE_LINE) pthread_mutex_t lock;
-	atomic_uint_least32_t levels;
-	atomic_size_t nr;
+	uint_least32_t levels; /* umcg__load/umcg__store only */
+	size_t nr; /* umcg__load/umcg__store only */
 	struct level lv[NR_LEVELS];
 };
 
@@ -93,9 +96,8 @@ static unsigned int top_level(uint_least32_t levels)
 static void account(struct prio_queue *q, uint_least32_t levels, size_t delta)
 {
 	/* Relaxed: writers hold the lock; lock-free readers take a hint. */
-	atomic_store_explicit(&q->levels, levels, memory_order_relaxed);
-	atomic_store_explicit(&q->nr, atomic_load_explicit(&q->nr, memory_order_relaxed) + delta,
-			      memory_order_relaxed);
+	umcg__store(&q->levels, levels, umcg__relaxed);
+	umcg__store(&q->nr, umcg__load(&q->nr, umcg__relaxed) + delta, umcg__relaxed);
 }
 
 static void push(struct prio_queue *q, struct umcg_policy_link *l, unsigned int p, bool at_head)
@@ -116,13 +118,13 @@ static void push(struct prio_queue *q, struct umcg_policy_link *l, unsigned int 
 			lv->head = l;
 		lv->tail = l;
 	}
-	account(q, atomic_load_explicit(&q->levels, memory_order_relaxed) | UINT32_C(1) << p, 1);
+	account(q, umcg__load(&q->levels, umcg__relaxed) | UINT32_C(1) << p, 1);
 }
 
 /* Unlink the head of the highest non-empty list, or return NULL. */
 static struct umcg_policy_link *pop_best(struct prio_queue *q)
 {
-	uint_least32_t levels = atomic_load_explicit(&q->levels, memory_order_relaxed);
+	uint_least32_t levels = umcg__load(&q->levels, umcg__relaxed);
 	struct umcg_policy_link *l;
 	struct level *lv;
 	unsigned int p;
@@ -188,8 +190,8 @@ static void *prio_create(unsigned int nr_servers, void *arg)
 			prio_destroy(pr);
 			return NULL;
 		}
-		atomic_init(&q->levels, 0);
-		atomic_init(&q->nr, 0);
+		umcg__store(&q->levels, 0, umcg__relaxed);
+		umcg__store(&q->nr, 0, umcg__relaxed);
 		for (p = 0; p < NR_LEVELS; p++) {
 			q->lv[p].head = NULL;
 			q->lv[p].tail = NULL;
@@ -205,7 +207,7 @@ static void prio_enqueue(void *policy, unsigned int server, struct umcg_worker *
 	struct prio_queue *q = &((struct prio *)policy)->q[server];
 	int p = umcg_worker_priority(w);
 
-	/* umcg_spawn() only accepts 0..31; clamp rather than index out. */
+	/* umcg_spawn() only accepts 0..UMCG_PRIORITY_MAX; clamp rather than index out. */
 	if (p < 0)
 		p = 0;
 	else if (p >= NR_LEVELS)
@@ -220,7 +222,7 @@ static struct umcg_worker *prio_pick_next(void *policy, unsigned int server)
 	struct prio_queue *q = &((struct prio *)policy)->q[server];
 
 	/* Exact for the owner: only it adds to its queue (header comment). */
-	if (!atomic_load_explicit(&q->levels, memory_order_relaxed))
+	if (!umcg__load(&q->levels, umcg__relaxed))
 		return NULL;
 	return take_best(q);
 }
@@ -254,11 +256,11 @@ static struct umcg_worker *prio_steal(void *policy, unsigned int thief)
 
 			if (v == thief)
 				continue;
-			levels = atomic_load_explicit(&pr->q[v].levels, memory_order_relaxed);
+			levels = umcg__load(&pr->q[v].levels, umcg__relaxed);
 			if (!levels)
 				continue;
 			top = top_level(levels);
-			nr = atomic_load_explicit(&pr->q[v].nr, memory_order_relaxed);
+			nr = umcg__load(&pr->q[v].nr, umcg__relaxed);
 			if (best == n || top > best_top || (top == best_top && nr > best_nr)) {
 				best = v;
 				best_top = top;
@@ -276,7 +278,7 @@ static struct umcg_worker *prio_steal(void *policy, unsigned int thief)
 
 static size_t prio_nr_queued(void *policy, unsigned int server)
 {
-	return atomic_load_explicit(&((struct prio *)policy)->q[server].nr, memory_order_relaxed);
+	return umcg__load(&((struct prio *)policy)->q[server].nr, umcg__relaxed);
 }
 
 UMCG_API const struct umcg_policy_ops umcg_policy_priority = {

@@ -1001,7 +1001,7 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 		umcg_worker_attr_init(&def);
 		attr = &def;
 	}
-	if (attr->priority < 0 || attr->priority > 31 ||
+	if (attr->priority < 0 || attr->priority > UMCG_PRIORITY_MAX ||
 	    (attr->server >= 0 && (unsigned int)attr->server >= rt->nr) || attr->server < -1 ||
 	    attr->cpu < -1)
 		return -EINVAL;

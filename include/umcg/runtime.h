@@ -170,11 +170,17 @@ UMCG_API unsigned int umcg_rt_nr_servers(const struct umcg_rt *rt);
  * Workers
  * ---------------------------------------------------------------------- */
 
+/*
+ * UMCG_PRIORITY_MAX - the highest worker priority umcg_spawn() accepts
+ * (umcg_worker_attr.priority runs from 0, the lowest, to this).
+ */
+#define UMCG_PRIORITY_MAX 31
+
 /**
  * struct umcg_worker_attr - how to spawn a worker; fill with
  * umcg_worker_attr_init().
  * @stack_size: bytes; 0 = 256 KiB. At least PTHREAD_STACK_MIN.
- * @priority: for priority policies, 0 (lowest) to 31; default 0.
+ * @priority: for priority policies, 0 (lowest) to %UMCG_PRIORITY_MAX; default 0.
  * @server: the server to start on, -1 (default) = the policy's choice.
  * @cpu: start on the server pinned to this CPU; -1 (default) = any. If both
  *	@server and @cpu are set, @server wins.
@@ -508,7 +514,7 @@ struct umcg_policy_ops {
 
 /** umcg_policy_fifo - FIFO per server, idle servers steal, surplus wakes idle. */
 UMCG_API extern const struct umcg_policy_ops umcg_policy_fifo;
-/** umcg_policy_priority - strict priority (31 highest), FIFO within a level,
+/** umcg_policy_priority - strict priority (UMCG_PRIORITY_MAX highest), FIFO within a level,
  * per server, with stealing of the highest-priority queued worker. */
 UMCG_API extern const struct umcg_policy_ops umcg_policy_priority;
 
