@@ -66,6 +66,7 @@
 #include "internal.h"
 #include "registry.h"
 #include "syscall.h"
+#include "trace.h"
 
 #define KICK_SIGNAL (SIGRTMAX - 1)
 
@@ -109,6 +110,7 @@ static int wake_task(struct umcg_task *t)
 {
 	if (!xition(t, UMCG_TASK_RUNNABLE, UMCG_TASK_RUNNING))
 		return -EAGAIN;
+	UMCG_TRACE2(wake, (uintptr_t)t, self_task ? self_task->tid : -1);
 	umcg__futex_wake(&t->state);
 	return 0;
 }
@@ -602,6 +604,7 @@ static int e_block_begin(void)
 	}
 	umcg__store(&ut->blocked_ts, now_ns(e->clock), umcg__relaxed);
 	umcg__store(&e->in_block, 1, umcg__seq_cst);
+	UMCG_TRACE1(block, e->tid);
 	/* Wake next_tid, consuming it; a stale one (not RUNNABLE, or gone)
 	 * is cleared and the server woken instead of killing the process. */
 	next_tid = (pid_t)umcg__load(&ut->next_tid, umcg__relaxed);

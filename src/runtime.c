@@ -120,6 +120,7 @@
 #include "atomics.h"
 #include "internal.h"
 #include "syscall.h"
+#include "trace.h"
 
 #define MAX_SERVERS 1024
 #define DEFAULT_STACK (256 * 1024)
@@ -537,6 +538,7 @@ static struct umcg_worker *pick(struct server *s)
 		w = rt->ops.steal(rt->policy, s->idx);
 		if (w) {
 			STAT_INC(s->st.steals);
+			UMCG_TRACE2(steal, (int)s->idx, w->tid);
 			w->server = s->idx;
 			umcg__store(&w->task.server_tid, (uint32_t)s->tid, umcg__relaxed);
 		}
@@ -635,6 +637,8 @@ static uint64_t check_slice(struct server *s, bool expired)
 	c->preempt_sent = 1;
 	if (umcg_preempt(&c->task, c->tid))
 		c->preempt_sent = 0;
+	else
+		UMCG_TRACE2(preempt, (int)s->idx, c->tid);
 	/* If the kick has not landed a slice from now, kick again. */
 	s->slice_end = now + rt->attr.timeslice_ns;
 	return s->slice_end;
@@ -710,6 +714,7 @@ static void server_loop(struct server *s)
 			} else {
 				s->current = next;
 				account_pick(s, next);
+				UMCG_TRACE3(switch, (int)s->idx, next->tid, 0);
 			}
 		}
 		/* A timeout: the next turn preempts (check_slice()). */
@@ -907,8 +912,10 @@ static void yield_self(struct umcg_worker *w, bool exiting)
 	if (exiting)
 		umcg__store(&w->exiting, 1, umcg__release);
 	x = umcg__load(&w->staged, umcg__acquire);
-	if (x)
+	if (x) {
 		umcg__store(&w->task.next_tid, (uint32_t)x->tid, umcg__relaxed);
+		UMCG_TRACE3(switch, (int)w->server, x->tid, 1);
+	}
 	umcg__store(&w->in_switch, 1, umcg__seq_cst);
 	umcg_wait(0, 0);
 	umcg__store(&w->in_switch, 0, umcg__seq_cst);
@@ -920,6 +927,7 @@ static void worker_finish(void *arg)
 	struct umcg_rt *rt = w->rt;
 	int joinable = DETACH_JOINABLE;
 
+	UMCG_TRACE2(exit, (int)w->server, w->tid);
 	/*
 	 * A worker we kept for a direct handoff goes to the server instead:
 	 * our last switch must wake the server, which releases us, rather
@@ -958,6 +966,7 @@ static void *worker_main(void *arg)
 	}
 	cur_worker = w;
 	umcg__store(&w->tid, umcg__gettid(), umcg__release);
+	UMCG_TRACE2(spawn, (int)w->server, w->tid);
 	if (w->name[0])
 		pthread_setname_np(pthread_self(), w->name);
 	w->task.state = UMCG_TASK_BLOCKED;
@@ -1209,6 +1218,7 @@ UMCG_API int umcg_park(void)
 	}
 	w->park_ts = clock_ns(w->rt->attr.clock);
 	STAT_INC(w->st.yields);
+	UMCG_TRACE1(park, w->tid);
 	yield_self(w, false);
 	return 0;
 }
@@ -1261,6 +1271,7 @@ wake:
 	 * before the push.
 	 */
 	s = &w->rt->servers[w->server];
+	UMCG_TRACE2(unpark, w->tid, me ? me->tid : -1);
 	/* A worker of that server will give it the CPU back soon anyway. */
 	same_server = me && me->rt == w->rt && me->server == w->server;
 	w->unparked = 1;
