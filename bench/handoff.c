@@ -25,7 +25,7 @@
  * their ratio, plus every run. Every run starts with one untimed round
  * (the worker's registration, the futex thread's start) and --warmup more.
  *
- * Protocols: the server loop is umcg-abi.md section 7 (its seq_cst state
+ * Protocols: the server loop is doc/umcg-abi.md §7 rule 8 (its seq_cst state
  * store pairs with the backend's seq_cst CAS that wakes it); the worker's
  * exit is the one of examples/raw_scheduler.c: unregister while RUNNING,
  * store done (seq_cst), CAS the server RUNNABLE -> RUNNING and kick it. In
@@ -222,7 +222,7 @@ static int run_once(struct bench_worker *w, bool *ready)
 	int ret;
 
 	for (;;) {
-		/* umcg-abi.md section 7. */
+		/* doc/umcg-abi.md §7 rules 7-8. */
 		__atomic_store_n(&server_task.state, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT,
 				 __ATOMIC_SEQ_CST);
 		if (!*ready) {

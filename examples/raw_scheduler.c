@@ -4,7 +4,7 @@
  *
  * This example uses only umcg_ctl(), umcg_wait(), umcg_kick(), the blocking
  * hooks and the runnable-list helpers (plus __atomic builtins for the
- * TF_PREEMPT compare-and-swap), to show the protocol of umcg-abi.md that a
+ * TF_PREEMPT compare-and-swap), to show the protocol of doc/umcg-abi.md that a
  * runtime normally hides. One server thread, pinned to one CPU, runs three
  * workers: a spinner that counts loop iterations until told to stop, and
  * two sleepers that block (through umcg_block_begin()/umcg_block_end()) in
@@ -14,7 +14,7 @@
  *   phase 2, preemptive: the spinner never yields; the server waits with a
  *	2 ms deadline and, when it passes, preempts the running worker.
  *
- * The server loop is section 7 of the ABI:
+ * The server loop is doc/umcg-abi.md §7 rule 8:
  *
  *	state = RUNNABLE | TF_COND_WAIT		(seq_cst: see below)
  *	take the runnable list, oldest first, append it to a FIFO queue
@@ -299,7 +299,7 @@ static bool is_done(struct worker *w)
 }
 
 /*
- * preempt() - ask the running worker @w to leave the CPU (ABI section 8).
+ * preempt() - ask the running worker @w to leave the CPU (doc/umcg-abi.md §8 rule 1).
  *
  * Return: true if a new request was made and the kick went out.
  */
@@ -354,7 +354,7 @@ static void run_phase(bool preemptive, struct phase_stats *st)
 	int i, finished, ret;
 
 	for (;;) {
-		/* ABI section 7; see "The lost wake-up" in the header. */
+		/* §7 rules 7-8; see "The lost wake-up" in the header. */
 		__atomic_store_n(&server_task.state, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT,
 				 __ATOMIC_SEQ_CST);
 		list = umcg_runnable_sort_oldest(umcg_runnable_take(&server_task));

@@ -2,7 +2,7 @@
 /*
  * emulated.c - the UMCG ABI in user space, on futexes.
  *
- * Sections 4-8 of the ABI are implemented here on the very struct umcg_task
+ * doc/umcg-abi.md §4-§8 are implemented here on the very struct umcg_task
  * the kernel would use: the same states, the same compare-and-swap
  * transitions, the same pushes on the runnable list, the same errors in the
  * same order. What the kernel gets from the scheduler, this file builds from
@@ -353,7 +353,7 @@ out:
 /* ---- umcg_ctl ---------------------------------------------------------- */
 
 /*
- * Check 7: @t must be readable (and, since we CAS on it, writable), found
+ * §4 rule 7: @t must be readable (and, since we CAS on it, writable), found
  * without touching it. A 64-byte aligned block never crosses a page, so
  * its first 8 bytes tell for all of it. rt_sigprocmask() copies the new
  * set in before it looks at `how`, so an invalid `how` gives -EFAULT for
@@ -386,18 +386,18 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 	struct umcg__etask *e, *srv = NULL;
 	int ret;
 
-	/* 6 */
+	/* §4 rule 6 */
 	if (self_task || !self)
 		return -EINVAL;
-	/* 7 */
+	/* §4 rule 7 */
 	ret = check_access(self);
 	if (ret)
 		return ret;
-	/* 8 */
+	/* §4 rule 8 */
 	if (self->next_tid || self->__hole[0] || self->__zero[0] || self->__zero[1] ||
 	    self->__zero[2])
 		return -EINVAL;
-	/* 9 */
+	/* §4 rule 9 */
 	if (worker) {
 		srv = umcg__registry_lookup((pid_t)self->server_tid);
 		if (!srv || srv->worker)
@@ -405,7 +405,7 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 	} else if ((pid_t)self->server_tid != tid) {
 		return -ESRCH;
 	}
-	/* 10: state and flag bits exact; the user bits 16-31 are free. */
+	/* §4 rule 10: state and flag bits exact; the user bits 16-31 are free. */
 	if ((umcg__load(&self->state, umcg__relaxed) & (UMCG_TASK_MASK | UMCG_TF_MASK)) !=
 	    (worker ? UMCG_TASK_BLOCKED : UMCG_TASK_RUNNING))
 		return -EINVAL;
@@ -435,7 +435,7 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 		umcg__store(&e->in_lib, 0, umcg__seq_cst);
 		return 0;
 	}
-	/* A worker: BLOCKED -> RUNNABLE, push, wake the server, wait to run. */
+	/* §4 rule 13: BLOCKED -> RUNNABLE, push, wake the server, wait to run. */
 	xition(self, UMCG_TASK_BLOCKED, UMCG_TASK_RUNNABLE);
 	stamp_runnable(e);
 	enqueue_self(e, srv);
@@ -446,23 +446,23 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 
 static int e_ctl(uint32_t flags, struct umcg_task *self, clockid_t which_clock)
 {
-	/* 1 */
+	/* §4 rule 1 */
 	if ((uintptr_t)self & (UMCG_TASK_ALIGN - 1))
 		return -EINVAL;
-	/* 2 */
+	/* §4 rule 2 */
 	if (flags & ~(UMCG_CTL_REGISTER | UMCG_CTL_UNREGISTER | UMCG_CTL_WORKER))
 		return -EINVAL;
-	/* 3 */
+	/* §4 rule 3 */
 	if (flags == UMCG_CTL_UNREGISTER) {
 		if (self || !self_task)
 			return -EINVAL;
 		unregister_self();
 		return 0;
 	}
-	/* 4 */
+	/* §4 rule 4 */
 	if (!(flags & UMCG_CTL_REGISTER))
 		return -EINVAL;
-	/* 5 */
+	/* §4 rule 5 */
 	if (!umcg__clock_valid(which_clock))
 		return -EINVAL;
 	return e_register(flags, self, which_clock);
@@ -477,15 +477,15 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 	pid_t next_tid;
 	int ret = 0;
 
-	/* 1 */
+	/* §5 rule 1 */
 	if (!e || flags)
 		return -EINVAL;
-	/* 2 */
+	/* §5 rule 2 */
 	if (e->worker && abs_timeout)
 		return -ERANGE;
 	ut = e->ut;
 	umcg__store(&e->in_lib, 1, umcg__seq_cst);
-	/* 3 */
+	/* §5 rule 3 */
 	if (e->worker) {
 		srv = server_of(e);
 		if (!srv) {
@@ -501,7 +501,7 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 			goto out;
 		}
 	}
-	/* 4: RUNNABLE -> RUNNABLE clears TF_COND_WAIT; failure means
+	/* §5 rule 4: RUNNABLE -> RUNNABLE clears TF_COND_WAIT; failure means
 	 * something made us RUNNING since we last looked. */
 	if (!xition(ut, UMCG_TASK_RUNNABLE, UMCG_TASK_RUNNABLE)) {
 		ret = -EAGAIN;
@@ -509,7 +509,7 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 	}
 	stamp_runnable(e);
 	if (e->worker) {
-		/* 5 */
+		/* §5 rule 5 */
 		enqueue_self(e, srv);
 		if (next && !wake_task(next->ut)) {
 			umcg__store(&ut->next_tid, 0, umcg__relaxed);
@@ -519,7 +519,7 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 			wake_server(srv);
 		}
 	} else if (next) {
-		/* 6, 7 */
+		/* §5 rules 6-7 */
 		if (wake_task(next->ut)) {
 			xition(ut, UMCG_TASK_RUNNABLE, UMCG_TASK_RUNNING);
 			ret = -EAGAIN;
@@ -527,10 +527,10 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 		}
 		umcg__store(&ut->next_tid, 0, umcg__relaxed);
 	}
-	/* 8 */
+	/* §5 rule 8 */
 	if (wait_running(e, abs_timeout) == -ETIMEDOUT) {
 		/* Only a server has a deadline. If someone set us RUNNING
-		 * meanwhile, that wake-up wins over the timeout. */
+		 * meanwhile, that wake-up wins over the timeout (§5 rule 10). */
 		if (xition(ut, UMCG_TASK_RUNNABLE, UMCG_TASK_RUNNING))
 			ret = -ETIMEDOUT;
 	}

@@ -63,7 +63,7 @@ static inline void umcg__runnable_push(struct umcg_task *server, struct umcg_tas
 					      __ATOMIC_SEQ_CST));
 }
 
-/* Clocks accepted by umcg_ctl() (check 5). */
+/* Clocks accepted by umcg_ctl() (doc/umcg-abi.md §4 rule 5). */
 static inline bool umcg__clock_valid(clockid_t c)
 {
 	return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC || c == CLOCK_BOOTTIME || c == CLOCK_TAI;

@@ -8,7 +8,7 @@
  * it pairs with the pushers' seq_cst CAS (their stores of runnable_ts and
  * of the next pointer happen before it), and it orders the server's earlier
  * store of RUNNABLE|TF_COND_WAIT before the take, which is what closes the
- * lost-wakeup window (umcg-abi section 7).
+ * lost-wakeup window (doc/umcg-abi.md §7 rule 7).
  */
 #include <stddef.h>
 

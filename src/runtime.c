@@ -9,7 +9,7 @@
  * on its runnable list and it is RUNNABLE. Policies are called only from
  * server threads.
  *
- * The server loop (umcg-abi section 7):
+ * The server loop (doc/umcg-abi.md §7 rule 8):
  *
  *	state = RUNNABLE|TF_COND_WAIT          (seq_cst)
  *	list  = umcg_runnable_take(self)        (seq_cst xchg)
@@ -729,7 +729,7 @@ static void *server_main(void *arg)
 	int ret;
 
 	/* Servers take no signals: a signal would drop a kernel server's
-	 * timeout (umcg-abi section 9), and nothing here needs one. */
+	 * timeout (doc/umcg-abi.md §9 rule 4), and nothing here needs one. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	if (rt->attr.server_priority > 0) {

@@ -137,8 +137,8 @@ UMCG_API const char *umcg_backend_reason(void);
 
 /* ------------------------------------------------------------------------
  * The UMCG calls. They take the arguments of the system calls of the same
- * names and follow section 4-8 of the ABI description case by case; the
- * error codes are those of the system calls, negated.
+ * names and follow doc/umcg-abi.md §4-§8 rule by rule; the error codes are
+ * those of the system calls, negated.
  * ---------------------------------------------------------------------- */
 
 /**
