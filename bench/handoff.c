@@ -52,6 +52,8 @@
 
 #include <umcg/umcg.h>
 
+#include "common.h"
+
 struct options {
 	uint64_t iterations;
 	uint64_t warmup;
@@ -97,26 +99,6 @@ struct pingpong {
 static struct umcg_task server_task;
 static pid_t server_tid;
 static cpu_set_t original_mask; /* the process's mask before pinning */
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("umcg-bench-handoff: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* se.nr_migrations of thread @tid, or -1 if the kernel does not say. */
 static long long read_migrations(pid_t tid)
@@ -313,16 +295,6 @@ static double umcg_run(const struct options *opt, int cpu, struct run *r)
 
 /* ---- futex round trips --------------------------------------------------- */
 
-static void futex_wait(uint32_t *word, uint32_t val)
-{
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-}
-
-static void futex_wake(uint32_t *word)
-{
-	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
 static void *pong_main(void *arg)
 {
 	struct pingpong *p = arg;
@@ -336,7 +308,7 @@ static void *pong_main(void *arg)
 		if (i >= timed_from && sched_getcpu() != p->cpu)
 			p->cpu_mismatch++;
 		__atomic_store_n(&p->word, 0, __ATOMIC_RELEASE);
-		futex_wake(&p->word);
+		futex_wake(&p->word, 1);
 	}
 	return NULL;
 }
@@ -363,7 +335,7 @@ static double futex_run(const struct options *opt, int cpu, struct run *r)
 			t0 = now_ns();
 		/* Release: pairs with B's acquire load. */
 		__atomic_store_n(&p.word, 1, __ATOMIC_RELEASE);
-		futex_wake(&p.word);
+		futex_wake(&p.word, 1);
 		while (__atomic_load_n(&p.word, __ATOMIC_ACQUIRE) == 1)
 			futex_wait(&p.word, 1);
 	}
@@ -375,50 +347,12 @@ static double futex_run(const struct options *opt, int cpu, struct run *r)
 
 /* ---- main ---------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, unsigned int n)
-{
-	double *s = malloc(n * sizeof(*s));
-	double m;
-
-	if (!s)
-		die("out of memory");
-	memcpy(s, v, n * sizeof(*s));
-	qsort(s, n, sizeof(*s), cmp_double);
-	m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-	free(s);
-	return m;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: umcg-bench-handoff [--iterations N] [--warmup N] [--repeat R]\n"
 		   "  --iterations N  timed round trips per run (default 200000)\n"
 		   "  --warmup N      untimed round trips before them (default 10000)\n"
 		   "  --repeat R      runs of each measurement; medians reported (default 5)\n");
-}
-
-static uint64_t parse_count(const char *opt, const char *s, uint64_t min, uint64_t max)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (!*s || *end || errno || s[0] == '-' || v < min || v > max) {
-		fprintf(stderr,
-			"umcg-bench-handoff: %s wants an integer in [%" PRIu64 ", %" PRIu64
-			"], not '%s'\n",
-			opt, min, max, s);
-		exit(2);
-	}
-	return v;
 }
 
 static void parse_args(int argc, char **argv, struct options *opt)
@@ -441,33 +375,24 @@ static void parse_args(int argc, char **argv, struct options *opt)
 			exit(2);
 		}
 		if (!strcmp(a, "--iterations"))
-			opt->iterations = parse_count(a, argv[++i], 1, UINT64_C(1) << 40);
+			opt->iterations = parse_u64(a, argv[++i], 1, UINT64_C(1) << 40);
 		else if (!strcmp(a, "--warmup"))
-			opt->warmup = parse_count(a, argv[++i], 0, UINT64_C(1) << 40);
+			opt->warmup = parse_u64(a, argv[++i], 0, UINT64_C(1) << 40);
 		else
-			opt->repeat = (unsigned int)parse_count(a, argv[++i], 1, 1000);
+			opt->repeat = (unsigned int)parse_u64(a, argv[++i], 1, 1000);
 	}
 }
 
 static int pin_to_first_cpu(void)
 {
-	cpu_set_t set;
 	int cpu;
 
-	if (sched_getaffinity(0, sizeof(set), &set))
+	if (sched_getaffinity(0, sizeof(original_mask), &original_mask))
 		die("sched_getaffinity: %s", strerror(errno));
-	original_mask = set;
-	for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set); cpu++)
-		;
-	if (cpu == CPU_SETSIZE)
-		die("empty affinity mask");
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		die("sched_setaffinity(%d): %s", cpu, strerror(errno));
+	cpu = first_cpu(NULL);
+	pin_self(cpu);
 	return cpu;
 }
-
 static void print_migrations(long long m)
 {
 	if (m < 0)

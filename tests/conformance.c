@@ -3174,11 +3174,9 @@ static Suite *conformance_suite(void)
 	return s;
 }
 
-int main(void)
+static int prepare(void)
 {
-	SRunner *sr;
 	int backend = umcg_backend_active();
-	int failed;
 
 	if (backend < 0) {
 		printf("umcg-conformance: no backend (%d): %s\n", backend, umcg_backend_reason());
@@ -3187,13 +3185,8 @@ int main(void)
 	h_backend = backend;
 	printf("umcg-conformance: backend %s: %s%s\n", umcg_backend_name(backend),
 	       umcg_backend_reason(), h_stress() > 1 ? " (UMCG_STRESS: race loops x10)" : "");
-	fflush(stdout);
-
-	sr = srunner_create(conformance_suite());
-	/* Tests leave threads asleep in umcg_wait(): each needs its own process. */
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return 0;
 }
+
+/* Tests leave threads asleep in umcg_wait(): each needs its own process. */
+H_TEST_MAIN(conformance_suite, prepare)

@@ -24,6 +24,8 @@
 
 #include <umcg/umcg.h>
 
+#include "test_common.h"
+
 #if !defined(__STDC_VERSION__) || __STDC_VERSION__ < 201112L
 #error "test_abi.c must be compiled as C11 or later"
 #endif
@@ -174,14 +176,4 @@ static Suite *abi_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(abi_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+H_TEST_MAIN(abi_suite, NULL)

@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_common.h"
+
 /* These only compile if the kernel header's definitions are the ones in use. */
 #define IS_KERNEL_U64(x) _Generic((x), __u64 : 1, default : 0)
 
@@ -133,14 +135,4 @@ static Suite *coexist_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(coexist_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+H_TEST_MAIN(coexist_suite, NULL)

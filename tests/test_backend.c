@@ -34,6 +34,8 @@
 
 #include <umcg/umcg.h>
 
+#include "test_common.h"
+
 static void clear_env(void)
 {
 	unsetenv("UMCG_BACKEND");
@@ -487,19 +489,20 @@ static Suite *backend_suite(bool kernel)
 	return s;
 }
 
-int main(void)
-{
-	bool kernel = machine_has_umcg_kernel();
-	SRunner *sr;
-	int failed;
+static bool kernel;
 
+static int prepare(void)
+{
+	kernel = machine_has_umcg_kernel();
 	if (kernel)
 		printf("test-backend: this machine has a UMCG kernel; "
 		       "the scenarios that assume none are skipped\n");
-	sr = srunner_create(backend_suite(kernel));
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return 0;
 }
+
+static Suite *suite(void)
+{
+	return backend_suite(kernel);
+}
+
+H_TEST_MAIN(suite, prepare)

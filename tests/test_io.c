@@ -53,6 +53,8 @@
 
 #include <umcg/umcg.h>
 
+#include "test_common.h"
+
 #define NSEC_PER_MSEC 1000000LL
 #define NSEC_PER_SEC 1000000000LL
 #define SERVER_TICK_NS (2 * NSEC_PER_MSEC)
@@ -62,7 +64,8 @@
 /* ---- the harness ----------------------------------------------------------
  *
  * One per test process. Fields marked (atomic) are read and written with
- * __atomic builtins; the others belong to one thread at a time.
+ * <stdatomic.h> through h_atomic() (tests/common); the others belong to one
+ * thread at a time.
  */
 struct counts {
 	unsigned long wakeups, blocks, pushes;
@@ -107,13 +110,13 @@ static void sleep_ms(long ms)
 
 static unsigned long load_ul(unsigned long *p)
 {
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	return atomic_load_explicit(h_atomic(p), memory_order_acquire);
 }
 
 static void add_ul(unsigned long *p)
 {
 	/* Release: pairs with load_ul() in other threads. */
-	__atomic_fetch_add(p, 1, __ATOMIC_RELEASE);
+	atomic_fetch_add_explicit(h_atomic(p), 1, memory_order_release);
 }
 
 static struct counts books(void)
@@ -137,15 +140,15 @@ static void *server_main(void *arg)
 	h.srv.state = UMCG_TASK_RUNNING;
 	h.srv.server_tid = (uint32_t)gettid();
 	ret = umcg_ctl(UMCG_CTL_REGISTER, &h.srv, CLOCK_MONOTONIC);
-	__atomic_store_n(&h.srv_tid, gettid(), __ATOMIC_RELEASE);
-	__atomic_store_n(&h.srv_ready, ret ? -1 : 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(h_atomic(&h.srv_tid), gettid(), memory_order_release);
+	atomic_store_explicit(h_atomic(&h.srv_ready), ret ? -1 : 1, memory_order_release);
 	if (ret)
 		return NULL;
 	for (;;) {
 		/* seq_cst: a worker that blocks or pushes itself after this
 		 * store finds us RUNNABLE and wakes us (ABI section 7). */
-		__atomic_store_n(&h.srv.state, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT,
-				 __ATOMIC_SEQ_CST);
+		atomic_store_explicit(h_atomic(&h.srv.state),
+				      UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT, memory_order_seq_cst);
 		list = umcg_runnable_take(&h.srv);
 		umcg_runnable_for_each(pos, tmp, list) {
 			ck_assert_ptr_eq(pos, &h.wk);
@@ -153,15 +156,16 @@ static void *server_main(void *arg)
 			queued = true;
 			current = false;
 		}
-		if (current && (__atomic_load_n(&h.wk.state, __ATOMIC_ACQUIRE) & UMCG_TASK_MASK) ==
-				       UMCG_TASK_BLOCKED) {
+		if (current && (atomic_load_explicit(h_atomic(&h.wk.state), memory_order_acquire) &
+				UMCG_TASK_MASK) == UMCG_TASK_BLOCKED) {
 			add_ul(&h.books.blocks);
 			current = false;
 		}
-		if (__atomic_load_n(&h.stop, __ATOMIC_ACQUIRE))
+		if (atomic_load_explicit(h_atomic(&h.stop), memory_order_acquire))
 			break;
 		if (queued)
-			h.srv.next_tid = (uint32_t)__atomic_load_n(&h.wk_tid, __ATOMIC_ACQUIRE);
+			h.srv.next_tid = (uint32_t)atomic_load_explicit(h_atomic(&h.wk_tid),
+									memory_order_acquire);
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ret = umcg_wait(0,
 				(uint64_t)(ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec) + SERVER_TICK_NS);
@@ -178,7 +182,7 @@ static void *server_main(void *arg)
 			}
 		}
 	}
-	__atomic_store_n(&h.srv.state, UMCG_TASK_RUNNING, __ATOMIC_SEQ_CST);
+	atomic_store_explicit(h_atomic(&h.srv.state), UMCG_TASK_RUNNING, memory_order_seq_cst);
 	ck_assert_int_eq(umcg_ctl(UMCG_CTL_UNREGISTER, NULL, 0), 0);
 	return NULL;
 }
@@ -189,11 +193,12 @@ static void *worker_main(void *arg)
 
 	(void)arg;
 	h.wk.state = UMCG_TASK_BLOCKED;
-	h.wk.server_tid = (uint32_t)__atomic_load_n(&h.srv_tid, __ATOMIC_ACQUIRE);
+	h.wk.server_tid =
+		(uint32_t)atomic_load_explicit(h_atomic(&h.srv_tid), memory_order_acquire);
 	/* Published to the server by the registration's push. */
-	__atomic_store_n(&h.wk_tid, gettid(), __ATOMIC_RELEASE);
+	atomic_store_explicit(h_atomic(&h.wk_tid), gettid(), memory_order_release);
 	ret = umcg_ctl(UMCG_CTL_REGISTER | UMCG_CTL_WORKER, &h.wk, CLOCK_MONOTONIC);
-	__atomic_store_n(&h.wk_ready, ret ? -1 : 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(h_atomic(&h.wk_ready), ret ? -1 : 1, memory_order_release);
 	if (ret)
 		return NULL;
 	h.body();
@@ -205,7 +210,7 @@ static void *worker_main(void *arg)
 #define WAIT_GE(p, v, what)                                                                    \
 	do {                                                                                   \
 		long long deadline_ = now_ns() + WAIT_LIMIT_NS;                                \
-		while (__atomic_load_n((p), __ATOMIC_ACQUIRE) < (v)) {                         \
+		while (atomic_load_explicit(h_atomic((p)), memory_order_acquire) < (v)) {      \
 			ck_assert_msg(now_ns() < deadline_, "timed out waiting for %s", what); \
 			sleep_ms(1);                                                           \
 		}                                                                              \
@@ -227,7 +232,7 @@ static void finish(void)
 	if (!h.wk_joined)
 		ck_assert_int_eq(pthread_join(h.wk_thread, NULL), 0);
 	h.wk_joined = true;
-	__atomic_store_n(&h.stop, 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(h_atomic(&h.stop), 1, memory_order_release);
 	ck_assert_int_eq(pthread_join(h.srv_thread, NULL), 0);
 }
 
@@ -271,20 +276,21 @@ static void wait_in_syscall(pid_t tid, long nr)
  */
 static void expect_worker_blocked_in2(long nr, long plain_nr)
 {
-	pid_t tid = __atomic_load_n(&h.wk_tid, __ATOMIC_ACQUIRE);
+	pid_t tid = atomic_load_explicit(h_atomic(&h.wk_tid), memory_order_acquire);
 	long long deadline = now_ns() + WAIT_LIMIT_NS;
 	long in;
 
 	WAIT_GE(&h.phase, 1, "the worker to start its call");
 	WAIT_GE(&h.books.blocks, 1UL, "the server to see its worker block");
-	ck_assert_uint_eq(__atomic_load_n(&h.wk.state, __ATOMIC_ACQUIRE) & UMCG_TASK_MASK,
+	ck_assert_uint_eq(atomic_load_explicit(h_atomic(&h.wk.state), memory_order_acquire) &
+				  UMCG_TASK_MASK,
 			  UMCG_TASK_BLOCKED);
 	while ((in = in_syscall(tid)) != nr && in != plain_nr) {
 		ck_assert_msg(now_ns() < deadline, "thread %d never slept in syscall %ld or %ld",
 			      (int)tid, nr, plain_nr);
 		sleep_ms(1);
 	}
-	ck_assert_int_eq(__atomic_load_n(&h.phase, __ATOMIC_ACQUIRE), 1);
+	ck_assert_int_eq(atomic_load_explicit(h_atomic(&h.phase), memory_order_acquire), 1);
 }
 
 static void expect_worker_blocked_in(long nr)
@@ -305,7 +311,7 @@ static bool nowait_supported(int fd)
 /* After the worker came back from a call that had blocked: it was pushed. */
 static void expect_worker_returned(void)
 {
-	ck_assert_int_eq(__atomic_load_n(&h.phase, __ATOMIC_ACQUIRE), 2);
+	ck_assert_int_eq(atomic_load_explicit(h_atomic(&h.phase), memory_order_acquire), 2);
 	ck_assert_uint_ge(load_ul(&h.books.blocks), 1);
 	ck_assert_uint_ge(h.after.pushes, h.before.pushes + 1);
 }
@@ -325,18 +331,18 @@ static void expect_no_scheduling(void)
  * run @expr (a wrapper call), record its value, errno, the time it took and
  * the books again.
  */
-#define CALL(expr)                                               \
-	do {                                                     \
-		long long t0_;                                   \
-		h.before = books();                              \
-		__atomic_store_n(&h.phase, 1, __ATOMIC_RELEASE); \
-		errno = ERRNO_SENTINEL;                          \
-		t0_ = now_ns();                                  \
-		h.ret = (long)(expr);                            \
-		h.elapsed_ns = now_ns() - t0_;                   \
-		h.err_after = errno;                             \
-		h.after = books();                               \
-		__atomic_store_n(&h.phase, 2, __ATOMIC_RELEASE); \
+#define CALL(expr)                                                                  \
+	do {                                                                        \
+		long long t0_;                                                      \
+		h.before = books();                                                 \
+		atomic_store_explicit(h_atomic(&h.phase), 1, memory_order_release); \
+		errno = ERRNO_SENTINEL;                                             \
+		t0_ = now_ns();                                                     \
+		h.ret = (long)(expr);                                               \
+		h.elapsed_ns = now_ns() - t0_;                                      \
+		h.err_after = errno;                                                \
+		h.after = books();                                                  \
+		atomic_store_explicit(h_atomic(&h.phase), 2, memory_order_release); \
 	} while (0)
 
 /* Test data shared by the main thread and the worker body. */
@@ -948,7 +954,7 @@ START_TEST(test_futex_wait_blocks_and_frees_server)
 {
 	start(body_futex_wait);
 	expect_worker_blocked_in(SYS_futex);
-	__atomic_store_n(&word, 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(h_atomic(&word), 1, memory_order_release);
 	ck_assert_int_eq(umcg_futex_wake(&word, 1), 1);
 	finish();
 	expect_worker_returned();
@@ -1091,7 +1097,7 @@ START_TEST(test_kick_signal_does_not_interrupt)
 	make_pipe(0);
 	start(body_poll_long);
 	expect_worker_blocked_in(SYS_poll);
-	tid = __atomic_load_n(&h.wk_tid, __ATOMIC_ACQUIRE);
+	tid = atomic_load_explicit(h_atomic(&h.wk_tid), memory_order_acquire);
 	for (i = 0; i < 3; i++) {
 		ck_assert_int_eq(syscall(SYS_tgkill, getpid(), tid, umcg_kick_signal()), 0);
 		sleep_ms(10);
@@ -1107,7 +1113,7 @@ static int usr1_seen;
 static void on_usr1(int sig)
 {
 	(void)sig;
-	__atomic_store_n(&usr1_seen, 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(h_atomic(&usr1_seen), 1, memory_order_release);
 }
 
 static struct timespec rem;
@@ -1145,7 +1151,8 @@ static uint32_t state_in_cleanup;
 static void note_state(void *arg)
 {
 	(void)arg;
-	state_in_cleanup = __atomic_load_n(&h.wk.state, __ATOMIC_ACQUIRE) & UMCG_TASK_MASK;
+	state_in_cleanup = atomic_load_explicit(h_atomic(&h.wk.state), memory_order_acquire) &
+			   UMCG_TASK_MASK;
 }
 
 static void body_cancelled_read(void)
@@ -1248,7 +1255,7 @@ static pid_t reader_tid;
 static void *plain_reader(void *arg)
 {
 	(void)arg;
-	__atomic_store_n(&reader_tid, gettid(), __ATOMIC_RELEASE);
+	atomic_store_explicit(h_atomic(&reader_tid), gettid(), memory_order_release);
 	h.ret = umcg_read(fds[0], buf, sizeof(buf));
 	return NULL;
 }
@@ -1298,7 +1305,8 @@ START_TEST(test_plain_thread_plain_calls)
 	make_pipe(0);
 	ck_assert_int_eq(pthread_create(&th, NULL, plain_reader, NULL), 0);
 	WAIT_GE(&reader_tid, 1, "the reader");
-	wait_in_syscall(__atomic_load_n(&reader_tid, __ATOMIC_ACQUIRE), SYS_read);
+	wait_in_syscall(atomic_load_explicit(h_atomic(&reader_tid), memory_order_acquire),
+			SYS_read);
 	put(fds[1], "later");
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(h.ret, 5);
@@ -1373,11 +1381,9 @@ static Suite *io_suite(void)
 	return s;
 }
 
-int main(void)
+static int prepare(void)
 {
 	int backend = umcg_backend_active();
-	SRunner *sr;
-	int failed;
 
 	if (backend < 0) {
 		printf("test-io: no UMCG backend can run (%s): skipped\n", umcg_backend_reason());
@@ -1385,10 +1391,7 @@ int main(void)
 	}
 	emulated = backend == UMCG_BACKEND_EMULATED;
 	printf("test-io: backend %s\n", umcg_backend_name(backend));
-	sr = srunner_create(io_suite());
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return 0;
 }
+
+H_TEST_MAIN(io_suite, prepare)

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_common.h"
+
 #define MAX_TASKS 1000
 
 static struct umcg_task server;
@@ -373,14 +375,4 @@ static Suite *list_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(list_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+H_TEST_MAIN(list_suite, NULL)

@@ -49,6 +49,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "test_common.h"
+
 #if defined(__x86_64__)
 
 #include <linux/audit.h>
@@ -87,7 +89,7 @@ static void sigsys_handler(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
 	greg_t *r = uc->uc_mcontext.gregs;
-	unsigned int i = __atomic_fetch_add(&nr_trapped, 1, __ATOMIC_RELAXED);
+	unsigned int i = atomic_fetch_add_explicit(h_atomic(&nr_trapped), 1, memory_order_relaxed);
 
 	(void)sig;
 	if (i < MAX_RECORDS) {
@@ -266,13 +268,13 @@ static uint64_t now_ns(void)
 
 static void wake_server(void)
 {
-	uint32_t s = __atomic_load_n(&server_task.state, __ATOMIC_SEQ_CST);
+	uint32_t s = atomic_load_explicit(h_atomic(&server_task.state), memory_order_seq_cst);
 
 	while ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNABLE &&
-	       !__atomic_compare_exchange_n(&server_task.state, &s,
-					    (s & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) |
-						    UMCG_TASK_RUNNING,
-					    false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+	       !atomic_compare_exchange_strong_explicit(h_atomic(&server_task.state), &s,
+							(s & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) |
+								UMCG_TASK_RUNNING,
+							memory_order_seq_cst, memory_order_seq_cst))
 		;
 	umcg_kick(0, server_tid);
 }
@@ -290,8 +292,8 @@ static void *worker_main(void *arg)
 	if (ret)
 		goto fail;
 	for (i = 0; i < 3; i++) {
-		__atomic_store_n(&w->task.state, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT,
-				 __ATOMIC_SEQ_CST);
+		atomic_store_explicit(h_atomic(&w->task.state),
+				      UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT, memory_order_seq_cst);
 		ret = umcg_wait(0, 0);
 		if (ret)
 			goto fail;
@@ -306,18 +308,18 @@ static void *worker_main(void *arg)
 			goto fail;
 	}
 	/* Spin until the server has preempted us and run us again. */
-	__atomic_store_n(&w->spinning, 1, __ATOMIC_SEQ_CST);
-	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
+	atomic_store_explicit(h_atomic(&w->spinning), 1, memory_order_seq_cst);
+	while (!atomic_load_explicit(h_atomic(&w->stop), memory_order_acquire))
 		;
 	ret = umcg_ctl(UMCG_CTL_UNREGISTER, NULL, 0);
 	if (ret)
 		goto fail;
-	__atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+	atomic_store_explicit(h_atomic(&w->done), 1, memory_order_seq_cst);
 	wake_server();
 	return NULL;
 fail:
 	w->err = ret;
-	__atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+	atomic_store_explicit(h_atomic(&w->done), 1, memory_order_seq_cst);
 	wake_server();
 	return NULL;
 }
@@ -345,22 +347,23 @@ static void exercise(void)
 
 	for (;;) {
 		/* umcg-abi.md section 7. */
-		__atomic_store_n(&server_task.state, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT,
-				 __ATOMIC_SEQ_CST);
+		atomic_store_explicit(h_atomic(&server_task.state),
+				      UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT, memory_order_seq_cst);
 		if (umcg_runnable_take(&server_task)) {
 			/* Back on the list while spinning: it was preempted. */
-			if (__atomic_load_n(&w.spinning, __ATOMIC_SEQ_CST) &&
-			    !__atomic_load_n(&w.stop, __ATOMIC_RELAXED)) {
+			if (atomic_load_explicit(h_atomic(&w.spinning), memory_order_seq_cst) &&
+			    !atomic_load_explicit(h_atomic(&w.stop), memory_order_relaxed)) {
 				preemptions++;
-				__atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
+				atomic_store_explicit(h_atomic(&w.stop), 1, memory_order_release);
 			}
 			ready = true;
 			running = false;
 		}
-		if (__atomic_load_n(&w.done, __ATOMIC_SEQ_CST))
+		if (atomic_load_explicit(h_atomic(&w.done), memory_order_seq_cst))
 			break;
-		if (running && (__atomic_load_n(&w.task.state, __ATOMIC_SEQ_CST) &
-				UMCG_TASK_MASK) != UMCG_TASK_RUNNING)
+		if (running &&
+		    (atomic_load_explicit(h_atomic(&w.task.state), memory_order_seq_cst) &
+		     UMCG_TASK_MASK) != UMCG_TASK_RUNNING)
 			running = false;
 		if (ready && !running)
 			server_task.next_tid = (uint32_t)w.tid;
@@ -375,22 +378,22 @@ static void exercise(void)
 			dispatches++;
 		}
 		if (ret == -ETIMEDOUT && running &&
-		    __atomic_load_n(&w.spinning, __ATOMIC_SEQ_CST) &&
-		    !__atomic_load_n(&w.stop, __ATOMIC_RELAXED)) {
+		    atomic_load_explicit(h_atomic(&w.spinning), memory_order_seq_cst) &&
+		    !atomic_load_explicit(h_atomic(&w.stop), memory_order_relaxed)) {
 			/* ABI section 8: TF_PREEMPT only if RUNNING, then kick. */
-			s = __atomic_load_n(&w.task.state, __ATOMIC_RELAXED);
+			s = atomic_load_explicit(h_atomic(&w.task.state), memory_order_relaxed);
 			while ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING &&
-			       !__atomic_compare_exchange_n(&w.task.state, &s, s | UMCG_TF_PREEMPT,
-							    false, __ATOMIC_SEQ_CST,
-							    __ATOMIC_RELAXED))
+			       !atomic_compare_exchange_strong_explicit(
+				       h_atomic(&w.task.state), &s, s | UMCG_TF_PREEMPT,
+				       memory_order_seq_cst, memory_order_relaxed))
 				;
 			ret = umcg_kick(0, w.tid);
 			ck_assert_msg(ret == 0 || ret == -ESRCH, "umcg_kick: %d", ret);
 		}
 	}
 	s = UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT;
-	__atomic_compare_exchange_n(&server_task.state, &s, UMCG_TASK_RUNNING, false,
-				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	atomic_compare_exchange_strong_explicit(h_atomic(&server_task.state), &s, UMCG_TASK_RUNNING,
+						memory_order_seq_cst, memory_order_seq_cst);
 	pthread_join(th, NULL);
 	ck_assert_msg(w.err == 0, "worker: %d (%s)", w.err, strerror(-w.err));
 	/* Registration, 3 yields, 3 blocks, 1 preemption: 8 runs at least. */
@@ -529,11 +532,8 @@ static Suite *noblind_suite(void)
 	return s;
 }
 
-int main(void)
+static int prepare(void)
 {
-	SRunner *sr;
-	int failed;
-
 	if (access("/sys/kernel/umcg/syscalls", F_OK) == 0) {
 		printf("test-noblind: this kernel publishes its UMCG syscall numbers; skipped\n");
 		return 77;
@@ -542,20 +542,24 @@ int main(void)
 		printf("test-noblind: cannot install a seccomp filter here; skipped\n");
 		return 77;
 	}
-	sr = srunner_create(noblind_suite());
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return 0;
 }
+
+H_TEST_MAIN(noblind_suite, prepare)
 
 #else /* !__x86_64__ */
 
-int main(void)
+static int prepare(void)
 {
 	printf("test-noblind: x86_64 only; skipped\n");
 	return 77;
 }
+
+static Suite *noblind_suite(void)
+{
+	return suite_create("noblind");
+}
+
+H_TEST_MAIN(noblind_suite, prepare)
 
 #endif

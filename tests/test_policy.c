@@ -34,7 +34,7 @@
  * its own, with real workers that sit parked meanwhile.
  *
  * No test asserts a duration. Loops that wait for something that must
- * happen give up after a generous bound (liveness_ns()) and report it.
+ * happen give up after a generous bound (h_liveness_ns(), tests/common) and report it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity(), CPU_COUNT() */
@@ -53,6 +53,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_common.h"
+
 #define MAX_WORKERS 32
 #define MAX_TRACE 4096
 
@@ -65,15 +67,6 @@ static int nr_cpus(void)
 	if (sched_getaffinity(0, sizeof(set), &set))
 		return 1;
 	return CPU_COUNT(&set);
-}
-
-/* 20 s, times CK_TIMEOUT_MULTIPLIER (sanitizer runs): "it never happened". */
-static uint64_t liveness_ns(void)
-{
-	const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
-	uint64_t mult = m && atoi(m) > 0 ? (uint64_t)atoi(m) : 1;
-
-	return mult * UINT64_C(20000000000);
 }
 
 /* Busy work without syscalls (a syscall may block a kernel-backend worker). */
@@ -206,7 +199,7 @@ static atomic_int rr_arrived, rr_stuck;
 
 static void *rr_worker(void *arg)
 {
-	uint64_t give_up = umcg_now() + liveness_ns();
+	uint64_t give_up = umcg_now() + h_liveness_ns();
 	int id = (int)(intptr_t)arg, r;
 
 	atomic_fetch_add(&rr_arrived, 1);
@@ -288,7 +281,7 @@ static void *ps_low(void *arg)
  */
 static void *ps_launcher(void *arg)
 {
-	uint64_t give_up = umcg_now() + liveness_ns();
+	uint64_t give_up = umcg_now() + h_liveness_ns();
 	struct umcg_worker_attr wa;
 	int i;
 
@@ -592,7 +585,7 @@ static atomic_int st_seen_on_1, st_gave_up;
 
 static void *st_worker(void *arg)
 {
-	uint64_t give_up = umcg_now() + liveness_ns();
+	uint64_t give_up = umcg_now() + h_liveness_ns();
 	struct umcg_worker_stats ws;
 
 	(void)arg;
@@ -1215,10 +1208,9 @@ static Suite *policy_suite(void)
 	return s;
 }
 
-int main(void)
+static int prepare(void)
 {
-	int backend = umcg_backend_active(), failed;
-	SRunner *sr;
+	int backend = umcg_backend_active();
 
 	/* The policies run on either backend; without one there is nothing
 	 * to test (77: skipped, for CTest). */
@@ -1228,13 +1220,9 @@ int main(void)
 		return 77;
 	}
 	fprintf(stderr, "test-policy: backend %s\n", umcg_backend_name(backend));
-	sr = srunner_create(policy_suite());
-
-	/* Fork mode: every test gets a fresh process, so the globals above
-	 * start at zero in each. */
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return 0;
 }
+
+/* Fork mode: every test gets a fresh process, so the globals above start
+ * at zero in each. */
+H_TEST_MAIN(policy_suite, prepare)

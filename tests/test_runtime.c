@@ -15,14 +15,14 @@
  * park, sleep, join): on the emulation an unannounced sleep holds the
  * server. They wait by yielding (YIELD_UNTIL); plain threads wait by
  * polling with short sleeps (WAIT_UNTIL). Both give up after a liveness
- * bound (5 s, times CK_TIMEOUT_MULTIPLIER) with a message rather than
+ * bound (h_liveness_ns(), tests/common) with a message rather than
  * hanging until Check's timeout.
  *
  * Progress and the watchdog. Tests that look for lost wake-ups (a worker
  * left RUNNABLE, or parked with its unpark lost, while its server idles)
  * give every worker a progress counter and run a watchdog thread that
  * fails the test, after printing every counter and every server's stats,
- * when the sum has not moved for 2 s (times CK_TIMEOUT_MULTIPLIER) before
+ * when the sum has not moved for H_WATCHDOG_STALL_MS (times CK_TIMEOUT_MULTIPLIER) before
  * reaching its target. Counters are relaxed atomics: the watchdog needs
  * only to see them move eventually, not in any order with other data.
  *
@@ -60,6 +60,10 @@
 
 #include <umcg/runtime.h>
 
+#include "test_common.h"
+
+#include "test_common.h"
+
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1
 #elif defined(__has_feature)
@@ -85,73 +89,26 @@
 			ck_abort_msg(__VA_ARGS__); \
 	} while (0)
 
-/* stress() - 10 when UMCG_STRESS is set to a non-zero value, else 1. */
-static unsigned long stress(void)
-{
-	const char *s = getenv("UMCG_STRESS");
-
-	return s && *s && strcmp(s, "0") != 0 ? 10 : 1;
-}
-
-/* slow_factor() - CK_TIMEOUT_MULTIPLIER (sanitizer runs), at least 1. */
-static uint64_t slow_factor(void)
-{
-	const char *s = getenv("CK_TIMEOUT_MULTIPLIER");
-	long v = s ? strtol(s, NULL, 10) : 1;
-
-	return v > 1 ? (uint64_t)v : 1;
-}
-
-/* liveness_ns() - how long "it did not happen" may take before it fails. */
-static uint64_t liveness_ns(void)
-{
-	return 5 * SEC * slow_factor();
-}
-
-/* mono_ns() - CLOCK_MONOTONIC in ns (vDSO: no syscall, usable in workers). */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t clock_read(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
-}
-
-/* sleep_us() - nanosleep; for plain threads, never for workers. */
-static void sleep_us(unsigned int us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 /* Wait from a plain thread until @cond holds, or fail. */
-#define WAIT_UNTIL(cond)                                                                 \
-	do {                                                                             \
-		uint64_t wu_end_ = mono_ns() + liveness_ns();                            \
-		while (!(cond)) {                                                        \
-			EXPECT(mono_ns() < wu_end_, "timed out waiting for: %s", #cond); \
-			sleep_us(200);                                                   \
-		}                                                                        \
+#define WAIT_UNTIL(cond)                                                                      \
+	do {                                                                                  \
+		uint64_t wu_end_ = h_now(CLOCK_MONOTONIC) + h_liveness_ns();                  \
+		while (!(cond)) {                                                             \
+			EXPECT(h_now(CLOCK_MONOTONIC) < wu_end_, "timed out waiting for: %s", \
+			       #cond);                                                        \
+			h_sleep_us(200);                                                      \
+		}                                                                             \
 	} while (0)
 
 /* Wait from a worker, yielding, until @cond holds, or fail. */
-#define YIELD_UNTIL(cond)                                                                       \
-	do {                                                                                    \
-		uint64_t yu_end_ = mono_ns() + liveness_ns();                                   \
-		while (!(cond)) {                                                               \
-			EXPECT(mono_ns() < yu_end_, "worker timed out waiting for: %s", #cond); \
-			EXPECT(umcg_yield() == 0, "umcg_yield() failed in a worker");           \
-		}                                                                               \
+#define YIELD_UNTIL(cond)                                                             \
+	do {                                                                          \
+		uint64_t yu_end_ = h_now(CLOCK_MONOTONIC) + h_liveness_ns();          \
+		while (!(cond)) {                                                     \
+			EXPECT(h_now(CLOCK_MONOTONIC) < yu_end_,                      \
+			       "worker timed out waiting for: %s", #cond);            \
+			EXPECT(umcg_yield() == 0, "umcg_yield() failed in a worker"); \
+		}                                                                     \
 	} while (0)
 
 /* nr_cpus() - the CPUs this process may run on. */
@@ -258,71 +215,36 @@ static void dump_servers(const char *what, const struct umcg_rt *rt)
 
 /* ---- the watchdog (see the header comment) ----------------------------- */
 
-struct watchdog {
-	const char *what;
-	atomic_ulong *progress;
-	size_t n;
-	unsigned long target; /* the sum when everyone is done */
-	const struct umcg_rt *rt;
-	atomic_bool stop;
-	pthread_t thread;
-};
-
-static unsigned long progress_sum(const struct watchdog *wd)
+static void watchdog_dump(void *rt, char *buf, size_t len)
 {
-	unsigned long sum = 0;
+	dump_servers("watchdog", rt);
+	snprintf(buf, len, "the servers' counters are on stderr");
+}
+
+/*
+ * watchdog_start() - h_watchdog_run() on @n progress counters whose sum
+ * must reach @target, dumping @rt's servers when it stalls.
+ */
+static struct h_watchdog *watchdog_start(const char *what, atomic_ulong *progress, size_t n,
+					 unsigned long target, const struct umcg_rt *rt)
+{
+	atomic_ulong **counters = calloc(n, sizeof(*counters));
+	struct h_watchdog *wd;
 	size_t i;
 
-	for (i = 0; i < wd->n; i++)
-		sum += PEEK(&wd->progress[i]);
-	return sum;
-}
-
-static void *watchdog_main(void *arg)
-{
-	struct watchdog *wd = arg;
-	uint64_t stall = 2 * SEC * slow_factor(), since = mono_ns();
-	unsigned long last = progress_sum(wd), sum;
-	size_t i;
-
-	/* Pairs with the release store in watchdog_stop(). */
-	while (!atomic_load_explicit(&wd->stop, memory_order_acquire)) {
-		sleep_us(10000);
-		sum = progress_sum(wd);
-		if (sum != last || sum >= wd->target) {
-			last = sum;
-			since = mono_ns();
-			continue;
-		}
-		if (mono_ns() - since < stall)
-			continue;
-		fprintf(stderr, "%s: no progress for %" PRIu64 " ms at %lu of %lu:\n", wd->what,
-			stall / MS, sum, wd->target);
-		for (i = 0; i < wd->n; i++)
-			fprintf(stderr, "%s: progress[%zu] = %lu\n", wd->what, i,
-				PEEK(&wd->progress[i]));
-		dump_servers(wd->what, wd->rt);
-		ck_abort_msg("%s: progress stalled at %lu of %lu", wd->what, sum, wd->target);
-	}
-	return NULL;
-}
-
-static void watchdog_start(struct watchdog *wd, const char *what, atomic_ulong *progress, size_t n,
-			   unsigned long target, const struct umcg_rt *rt)
-{
-	wd->what = what;
-	wd->progress = progress;
-	wd->n = n;
-	wd->target = target;
-	wd->rt = rt;
-	atomic_init(&wd->stop, false);
-	ck_assert_int_eq(pthread_create(&wd->thread, NULL, watchdog_main, wd), 0);
-}
-
-static void watchdog_stop(struct watchdog *wd)
-{
-	atomic_store_explicit(&wd->stop, true, memory_order_release);
-	ck_assert_int_eq(pthread_join(wd->thread, NULL), 0);
+	ck_assert_ptr_nonnull(counters);
+	for (i = 0; i < n; i++)
+		counters[i] = &progress[i];
+	wd = h_watchdog_run(&(struct h_watchdog_spec){
+		.what = what,
+		.counters = counters,
+		.n = n,
+		.target = target,
+		.dump = watchdog_dump,
+		.arg = (void *)rt,
+	});
+	free(counters);
+	return wd;
 }
 
 /* ==== lifecycle ============================================================ */
@@ -649,7 +571,7 @@ static struct umcg_worker *many[MANY];
 START_TEST(test_many_workers)
 {
 	struct umcg_rt *rt = rt_start(0, 0);
-	unsigned long b, batches = stress();
+	unsigned long b, batches = h_stress();
 	uintptr_t i;
 	void *ret;
 	int rc;
@@ -707,7 +629,7 @@ static void *tree(void *arg)
 START_TEST(test_workers_spawn_workers)
 {
 	struct umcg_rt *rt = rt_start(_i == 0 ? 1 : 0, 0);
-	unsigned long r, rounds = stress();
+	unsigned long r, rounds = h_stress();
 	struct umcg_worker *w;
 	void *ret;
 
@@ -829,7 +751,7 @@ START_TEST(test_drain)
 	WAIT_UNTIL((tid = umcg_worker_tid(w)) > 0);
 	WAIT_UNTIL(thread_gone(tid));
 	ck_assert_int_eq(pthread_create(&th, NULL, drainer, rt), 0);
-	sleep_us(50000);
+	h_sleep_us(50000);
 	ck_assert_msg(LOAD(&drained) == 0, "drain returned before the joinable worker was joined");
 	ck_assert_int_eq(umcg_join(w, NULL), 0);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
@@ -891,7 +813,7 @@ END_TEST
 START_TEST(test_restart_after_stop)
 {
 	struct umcg_rt *rt = rt_start(2, 0);
-	unsigned long r, rounds = 3 * stress();
+	unsigned long r, rounds = 3 * h_stress();
 
 	for (r = 0; r < rounds; r++) {
 		for (int i = 0; i < 4; i++)
@@ -957,7 +879,7 @@ START_TEST(test_two_runtimes)
 	struct umcg_worker *w[2][PAIR_WORKERS], *park, *unpark, *hold;
 	int r, i;
 
-	pair_rounds = 200 * stress();
+	pair_rounds = 200 * h_stress();
 	for (r = 0; r < 2; r++)
 		pair_rt[r] = rt_start(r == 0 ? 1 : 0, 0);
 	for (i = 0; i < PAIR_WORKERS; i++) {
@@ -1015,18 +937,18 @@ START_TEST(test_yield_storm)
 	struct umcg_worker *w[STORM_WORKERS];
 	uint64_t yields = 0, switches = 0;
 	struct umcg_server_stats ss;
-	struct watchdog wd;
+	struct h_watchdog *wd;
 	unsigned int s;
 	int i;
 
-	storm_rounds = 2000 * stress();
-	watchdog_start(&wd, _i == 0 ? "yield storm, 1 server" : "yield storm, all servers",
-		       storm_progress, STORM_WORKERS, STORM_WORKERS * storm_rounds, rt);
+	storm_rounds = 2000 * h_stress();
+	wd = watchdog_start(_i == 0 ? "yield storm, 1 server" : "yield storm, all servers",
+			    storm_progress, STORM_WORKERS, STORM_WORKERS * storm_rounds, rt);
 	for (i = 0; i < STORM_WORKERS; i++)
 		ck_assert_int_eq(umcg_spawn(rt, &w[i], NULL, storm, (void *)(intptr_t)i), 0);
 	for (i = 0; i < STORM_WORKERS; i++)
 		ck_assert_int_eq(umcg_join(w[i], NULL), 0);
-	watchdog_stop(&wd);
+	h_watchdog_stop(wd);
 	ck_assert_int_eq(umcg_rt_drain(rt), 0);
 
 	for (i = 0; i < STORM_WORKERS; i++) {
@@ -1102,7 +1024,7 @@ START_TEST(test_park_pingpong)
 	struct umcg_rt_attr attr;
 	struct umcg_rt *rt;
 	struct umcg_worker *w[2];
-	struct watchdog wd;
+	struct h_watchdog *wd;
 	int i;
 
 	umcg_rt_attr_init(&attr);
@@ -1113,13 +1035,13 @@ START_TEST(test_park_pingpong)
 	if (!rt)
 		return;
 
-	pp_rounds = 2000 * stress();
-	watchdog_start(&wd, "park ping-pong", pp_progress, 2, 2 * pp_rounds, rt);
+	pp_rounds = 2000 * h_stress();
+	wd = watchdog_start("park ping-pong", pp_progress, 2, 2 * pp_rounds, rt);
 	for (i = 0; i < 2; i++)
 		ck_assert_int_eq(umcg_spawn(rt, &w[i], NULL, pingpong, (void *)(intptr_t)i), 0);
 	for (i = 0; i < 2; i++)
 		ck_assert_int_eq(umcg_join(w[i], NULL), 0);
-	watchdog_stop(&wd);
+	h_watchdog_stop(wd);
 	ck_assert_uint_eq(PEEK(&pp_progress[0]), pp_rounds);
 	ck_assert_uint_eq(PEEK(&pp_progress[1]), pp_rounds);
 	ck_assert_uint_eq(LOAD(&pp_turn), 2 * pp_rounds);
@@ -1160,12 +1082,13 @@ static void *permit_user(void *arg)
 /* wait_stage() - wait for the permit worker to reach @stage, or fail. */
 static void wait_stage(int stage)
 {
-	uint64_t end = mono_ns() + liveness_ns();
+	uint64_t end = h_now(CLOCK_MONOTONIC) + h_liveness_ns();
 
 	while (LOAD(&permit_stage) < stage) {
-		EXPECT(mono_ns() < end, "park after stage %d never returned: its permit was lost",
+		EXPECT(h_now(CLOCK_MONOTONIC) < end,
+		       "park after stage %d never returned: its permit was lost",
 		       LOAD(&permit_stage));
-		sleep_us(200);
+		h_sleep_us(200);
 	}
 }
 
@@ -1214,11 +1137,11 @@ START_TEST(test_unpark_from_non_worker)
 {
 	struct umcg_rt *rt = rt_start(_i == 0 ? 1 : 0, 0);
 	struct umcg_worker *w;
-	struct watchdog wd;
+	struct h_watchdog *wd;
 	unsigned long r;
 
-	nw_rounds = 500 * stress();
-	watchdog_start(&wd, "unpark from a plain thread", nw_ack, 1, nw_rounds, rt);
+	nw_rounds = 500 * h_stress();
+	wd = watchdog_start("unpark from a plain thread", nw_ack, 1, nw_rounds, rt);
 	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, nw_parker, NULL), 0);
 	for (r = 0; r < nw_rounds; r++) {
 		STORE(&nw_seq, r + 1);
@@ -1228,7 +1151,7 @@ START_TEST(test_unpark_from_non_worker)
 			sched_yield();
 	}
 	ck_assert_int_eq(umcg_join(w, NULL), 0);
-	watchdog_stop(&wd);
+	h_watchdog_stop(wd);
 	rt_end(rt);
 }
 END_TEST
@@ -1278,12 +1201,12 @@ START_TEST(test_many_parkers)
 {
 	struct umcg_rt *rt = rt_start(0, 0);
 	struct umcg_worker *u;
-	struct watchdog wd;
+	struct h_watchdog *wd;
 	int i;
 
-	mp_rounds = 200 * stress();
-	watchdog_start(&wd, "many parkers", mp_progress, MP_PARKERS + 1,
-		       (MP_PARKERS + 1) * mp_rounds, rt);
+	mp_rounds = 200 * h_stress();
+	wd = watchdog_start("many parkers", mp_progress, MP_PARKERS + 1,
+			    (MP_PARKERS + 1) * mp_rounds, rt);
 	for (i = 0; i < MP_PARKERS; i++)
 		ck_assert_int_eq(
 			umcg_spawn(rt, &mp_parkers[i], NULL, mp_parker, (void *)(intptr_t)i), 0);
@@ -1291,7 +1214,7 @@ START_TEST(test_many_parkers)
 	ck_assert_int_eq(umcg_join(u, NULL), 0);
 	for (i = 0; i < MP_PARKERS; i++)
 		ck_assert_int_eq(umcg_join(mp_parkers[i], NULL), 0);
-	watchdog_stop(&wd);
+	h_watchdog_stop(wd);
 	for (i = 0; i <= MP_PARKERS; i++)
 		ck_assert_uint_eq(PEEK(&mp_progress[i]), mp_rounds);
 	rt_end(rt);
@@ -1312,14 +1235,14 @@ static unsigned long peer_rounds;
 /* Spins without yielding until the peers are done (or the liveness bound). */
 static void *hog(void *arg)
 {
-	uint64_t start = mono_ns(), limit = liveness_ns();
+	uint64_t start = h_now(CLOCK_MONOTONIC), limit = h_liveness_ns();
 	unsigned long i = 0;
 
 	(void)arg;
 	STORE(&hog_running, 1);
 	while (LOAD(&peers_done) < HOG_PEERS) {
 		BUMP(&hog_iters);
-		if ((++i & 0xfff) == 0 && mono_ns() - start > limit) {
+		if ((++i & 0xfff) == 0 && h_now(CLOCK_MONOTONIC) - start > limit) {
 			STORE(&hog_gave_up, 1);
 			break;
 		}
@@ -1352,7 +1275,7 @@ START_TEST(test_preempt_hog)
 	struct umcg_worker *h, *p[HOG_PEERS];
 	struct umcg_server_stats ss;
 	struct umcg_rt *rt;
-	struct watchdog wd;
+	struct h_watchdog *wd;
 	int i;
 
 	umcg_rt_attr_init(&attr);
@@ -1363,16 +1286,16 @@ START_TEST(test_preempt_hog)
 	if (!rt)
 		return;
 
-	peer_rounds = 200 * stress();
+	peer_rounds = 200 * h_stress();
 	ck_assert_int_eq(umcg_spawn(rt, &h, NULL, hog, NULL), 0);
 	WAIT_UNTIL(LOAD(&hog_running));
-	watchdog_start(&wd, "preemption", peer_progress, HOG_PEERS, HOG_PEERS * peer_rounds, rt);
+	wd = watchdog_start("preemption", peer_progress, HOG_PEERS, HOG_PEERS * peer_rounds, rt);
 	for (i = 0; i < HOG_PEERS; i++)
 		ck_assert_int_eq(umcg_spawn(rt, &p[i], NULL, hog_peer, (void *)(intptr_t)i), 0);
 	for (i = 0; i < HOG_PEERS; i++)
 		ck_assert_int_eq(umcg_join(p[i], NULL), 0);
 	ck_assert_int_eq(umcg_join(h, NULL), 0);
-	watchdog_stop(&wd);
+	h_watchdog_stop(wd);
 
 	ck_assert_msg(!LOAD(&hog_gave_up), "the peers did not finish while the hog spun");
 	for (i = 0; i < HOG_PEERS; i++)
@@ -1439,7 +1362,7 @@ static void *ot_plain(void *arg)
 /* Runs alone past its slice, then waits (spinning) for the newcomer. */
 static void *ot_hog(void *arg)
 {
-	uint64_t start, limit = mono_ns() + liveness_ns();
+	uint64_t start, limit = h_now(CLOCK_MONOTONIC) + h_liveness_ns();
 
 	(void)arg;
 	/* Let the worker spawned before us reach its park or sleep: once it
@@ -1457,13 +1380,13 @@ static void *ot_hog(void *arg)
 			       "umcg_worker_stats()");
 			if (ps.yields)
 				break;
-			EXPECT(mono_ns() < limit, "the parker never parked");
+			EXPECT(h_now(CLOCK_MONOTONIC) < limit, "the parker never parked");
 			EXPECT(umcg_yield() == 0, "umcg_yield() failed in a worker");
 		}
 	}
 	EXPECT(umcg_worker_stats(umcg_self(), &ot_before_stats) == 0, "umcg_worker_stats()");
-	start = mono_ns();
-	while (mono_ns() - start < OT_ALONE)
+	start = h_now(CLOCK_MONOTONIC);
+	while (h_now(CLOCK_MONOTONIC) - start < OT_ALONE)
 		;
 	EXPECT(umcg_worker_stats(umcg_self(), &ot_alone_stats) == 0, "umcg_worker_stats()");
 	STORE(&ot_ran_early, LOAD(&ot_ran));
@@ -1471,7 +1394,7 @@ static void *ot_hog(void *arg)
 		EXPECT(umcg_unpark(LOAD(&ot_parked)) == 0, "umcg_unpark() failed");
 	STORE(&ot_hog_alone_done, 1);
 	while (!LOAD(&ot_ran)) {
-		if (mono_ns() > limit) {
+		if (h_now(CLOCK_MONOTONIC) > limit) {
 			STORE(&ot_hog_gave_up, 1);
 			break;
 		}
@@ -1595,7 +1518,7 @@ static void *ots_parker(void *arg)
 
 static void *ots_hog(void *arg)
 {
-	uint64_t limit = mono_ns() + liveness_ns() * stress(), until, x = 12345;
+	uint64_t limit = h_now(CLOCK_MONOTONIC) + h_liveness_ns() * h_stress(), until, x = 12345;
 	struct umcg_worker *p = LOAD(&ots_parker_w);
 	unsigned long r;
 
@@ -1603,12 +1526,12 @@ static void *ots_hog(void *arg)
 	for (r = 0; r < ots_rounds; r++) {
 		/* 0-60 us: before, at and after the 20 us slice end. */
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
-		until = mono_ns() + (x >> 33) % 60000;
-		while (mono_ns() < until)
+		until = h_now(CLOCK_MONOTONIC) + (x >> 33) % 60000;
+		while (h_now(CLOCK_MONOTONIC) < until)
 			;
 		EXPECT(umcg_unpark(p) == 0, "umcg_unpark() failed");
 		while (PEEK(&ots_progress[0]) <= r) {
-			if (mono_ns() > limit) {
+			if (h_now(CLOCK_MONOTONIC) > limit) {
 				STORE(&ots_hog_gave_up, 1);
 				return NULL;
 			}
@@ -1623,22 +1546,22 @@ START_TEST(test_overtime_storm)
 	struct umcg_rt *rt = NULL;
 	struct umcg_worker *p, *h;
 	struct umcg_server_stats ss;
-	struct watchdog wd;
+	struct h_watchdog *wd;
 
-	ots_rounds = 2000 * stress();
+	ots_rounds = 2000 * h_stress();
 	umcg_rt_attr_init(&attr);
 	attr.nr_servers = 1;
 	attr.timeslice_ns = 20000;
 	if (_i == 1)
 		attr.policy = &umcg_policy_priority;
 	rt = rt_start_attr(&attr, "test_overtime_storm");
-	watchdog_start(&wd, "overtime storm", ots_progress, 1, ots_rounds, rt);
+	wd = watchdog_start("overtime storm", ots_progress, 1, ots_rounds, rt);
 	ck_assert_int_eq(umcg_spawn(rt, &p, NULL, ots_parker, NULL), 0);
 	STORE(&ots_parker_w, p);
 	ck_assert_int_eq(umcg_spawn(rt, &h, NULL, ots_hog, NULL), 0);
 	ck_assert_int_eq(umcg_join(h, NULL), 0);
 	ck_assert_int_eq(umcg_join(p, NULL), 0);
-	watchdog_stop(&wd);
+	h_watchdog_stop(wd);
 	ck_assert_msg(!LOAD(&ots_hog_gave_up), "the parker did not run behind a spinning hog");
 	ck_assert_uint_eq(PEEK(&ots_progress[0]), ots_rounds);
 	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &ss), 0);
@@ -1675,20 +1598,20 @@ static unsigned long coop_seen_before, coop_seen_after;
  */
 static void *coop_hog(void *arg)
 {
-	uint64_t end, limit = mono_ns() + liveness_ns();
+	uint64_t end, limit = h_now(CLOCK_MONOTONIC) + h_liveness_ns();
 	struct umcg_worker *p;
 
 	(void)arg;
 	STORE(&hog_running, 1);
 	while (!(p = LOAD(&coop_peer)) || umcg_worker_tid(p) == 0) {
-		if (mono_ns() > limit) {
+		if (h_now(CLOCK_MONOTONIC) > limit) {
 			STORE(&hog_gave_up, 1);
 			break;
 		}
 	}
 	coop_seen_before = PEEK(&coop_peer_runs);
-	end = mono_ns() + COOP_SPIN_NS;
-	while (mono_ns() < end)
+	end = h_now(CLOCK_MONOTONIC) + COOP_SPIN_NS;
+	while (h_now(CLOCK_MONOTONIC) < end)
 		BUMP(&hog_iters);
 	coop_seen_after = PEEK(&coop_peer_runs);
 	EXPECT(umcg_worker_stats(umcg_self(), &hog_stats) == 0, "umcg_worker_stats()");
@@ -1798,9 +1721,9 @@ static void *clock_sleeper(void *arg)
 	uint64_t t0, now, t1, deadline;
 
 	(void)arg;
-	t0 = clock_read(sleep_clock);
+	t0 = h_now(sleep_clock);
 	now = umcg_now();
-	t1 = clock_read(sleep_clock);
+	t1 = h_now(sleep_clock);
 	now_in_clock = t0 <= now && now <= t1;
 	deadline = umcg_now() + 20 * MS;
 	clock_rc[0] = umcg_sleep_until(deadline);
@@ -1835,9 +1758,9 @@ START_TEST(test_sleep_clocks)
 		ck_assert_msg(clock_rc[i] == 0, "sleep %d returned %d", i, clock_rc[i]);
 
 	/* Outside a worker, umcg_now() is CLOCK_MONOTONIC. */
-	t0 = mono_ns();
+	t0 = h_now(CLOCK_MONOTONIC);
 	now = umcg_now();
-	t1 = mono_ns();
+	t1 = h_now(CLOCK_MONOTONIC);
 	ck_assert(t0 <= now && now <= t1);
 	rt_end(rt);
 }
@@ -1855,7 +1778,7 @@ static unsigned long steal_rounds;
 static void *steal_spinner(void *arg)
 {
 	int me = (int)(intptr_t)arg;
-	uint64_t end = mono_ns() + liveness_ns();
+	uint64_t end = h_now(CLOCK_MONOTONIC) + h_liveness_ns();
 	struct umcg_worker_stats st;
 	unsigned long r;
 
@@ -1865,7 +1788,7 @@ static void *steal_spinner(void *arg)
 		EXPECT(umcg_worker_stats(umcg_self(), &st) == 0, "umcg_worker_stats()");
 		if (st.server > 0)
 			STORE(&ran_elsewhere, 1);
-		if (r >= steal_rounds && (LOAD(&ran_elsewhere) || mono_ns() > end))
+		if (r >= steal_rounds && (LOAD(&ran_elsewhere) || h_now(CLOCK_MONOTONIC) > end))
 			break;
 	}
 	return NULL;
@@ -1878,7 +1801,7 @@ START_TEST(test_stealing)
 	struct umcg_worker_attr wa;
 	struct umcg_server_stats ss;
 	uint64_t steals = 0;
-	struct watchdog wd;
+	struct h_watchdog *wd;
 	unsigned int s;
 	int i;
 
@@ -1887,15 +1810,15 @@ START_TEST(test_stealing)
 		return;
 	}
 	rt = rt_start(2, 0);
-	steal_rounds = 500 * stress();
-	watchdog_start(&wd, "stealing", steal_progress, STEAL_WORKERS, ULONG_MAX, rt);
+	steal_rounds = 500 * h_stress();
+	wd = watchdog_start("stealing", steal_progress, STEAL_WORKERS, ULONG_MAX, rt);
 	umcg_worker_attr_init(&wa);
 	wa.server = 0;
 	for (i = 0; i < STEAL_WORKERS; i++)
 		ck_assert_int_eq(umcg_spawn(rt, &w[i], &wa, steal_spinner, (void *)(intptr_t)i), 0);
 	for (i = 0; i < STEAL_WORKERS; i++)
 		ck_assert_int_eq(umcg_join(w[i], NULL), 0);
-	watchdog_stop(&wd);
+	h_watchdog_stop(wd);
 	ck_assert_int_eq(umcg_rt_drain(rt), 0);
 
 	for (s = 0; s < umcg_rt_nr_servers(rt); s++) {
@@ -2523,15 +2446,5 @@ static Suite *runtime_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(runtime_suite());
-	int failed;
-
-	/* Fork mode always: tests share globals and fail from any thread. */
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+/* Fork mode always: tests share globals and fail from any thread. */
+H_TEST_MAIN(runtime_suite, NULL)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/harness.c - servers, workers, snapshots and a watchdog for the UMCG
+ * tests/common/harness.c - servers, workers and snapshots for the UMCG
  * conformance suite (see harness.h for the rules worker code follows).
  *
  * Protocol between the test's threads: everything a test shares between
  * threads is either a C11 atomic or a field of struct umcg_task reached
- * through the __atomic builtins, all seq_cst, so that ThreadSanitizer sees
+ * through h_atomic() (test_common.h), all seq_cst, so that ThreadSanitizer sees
  * every access and no reasoning about weaker orders is needed in a test.
  * What the harness relies on from the backend, and checks:
  *  - a server's loop (h_server_run()) stores RUNNABLE|TF_COND_WAIT, then
@@ -52,43 +52,6 @@ static atomic_int nworkers;
 pid_t h_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);
-}
-
-uint64_t h_now(clockid_t clk)
-{
-	struct timespec ts;
-
-	if (clock_gettime(clk, &ts))
-		ck_abort_msg("clock_gettime(%d) failed: %s", (int)clk, strerror(errno));
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static double timeout_multiplier(void)
-{
-	const char *env = getenv("CK_TIMEOUT_MULTIPLIER");
-	double m = env ? strtod(env, NULL) : 1.0;
-
-	return m >= 1.0 ? m : 1.0;
-}
-
-uint64_t h_liveness_ns(void)
-{
-	return (uint64_t)(3e9 * timeout_multiplier());
-}
-
-unsigned int h_stress(void)
-{
-	const char *env = getenv("UMCG_STRESS");
-
-	return env && *env && strcmp(env, "0") ? 10 : 1;
-}
-
-void h_sleep_us(unsigned int us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
 }
 
 void h_spin_us(unsigned int us)
@@ -140,15 +103,13 @@ void h_set_state(struct umcg_task *t, uint32_t st)
 {
 	uint32_t old = h_load(&t->state);
 
-	while (!__atomic_compare_exchange_n(&t->state, &old, (old & 0xffff0000U) | st, false,
-					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+	while (!atomic_compare_exchange_strong(h_atomic(&t->state), &old, (old & 0xffff0000U) | st))
 		;
 }
 
 bool h_cas_state(struct umcg_task *t, uint32_t old, uint32_t new_state)
 {
-	return __atomic_compare_exchange_n(&t->state, &old, new_state, false, __ATOMIC_SEQ_CST,
-					   __ATOMIC_SEQ_CST);
+	return atomic_compare_exchange_strong(h_atomic(&t->state), &old, new_state);
 }
 
 void *h_alloc(size_t size)
@@ -762,76 +723,23 @@ void h_kill(pid_t pid)
 
 /* ---- watchdog ------------------------------------------------------------- */
 
-#define WD_MAX 8
-
-struct h_watchdog {
-	pthread_t thread;
-	const char *what;
-	atomic_ulong *counters[WD_MAX];
-	int n;
-	const atomic_ulong *iteration;
-	uint64_t stall_ns;
-	atomic_int stop;
-};
-
-static void *watchdog_main(void *arg)
+static void watchdog_dump(void *arg, char *buf, size_t len)
 {
-	struct h_watchdog *wd = arg;
-	unsigned long last[WD_MAX];
-	uint64_t since[WD_MAX], now;
-	char dump[1024];
-	int i;
-
-	now = h_now(CLOCK_MONOTONIC);
-	for (i = 0; i < wd->n; i++) {
-		last[i] = atomic_load(wd->counters[i]);
-		since[i] = now;
-	}
-	while (!atomic_load(&wd->stop)) {
-		h_sleep_us(20000);
-		now = h_now(CLOCK_MONOTONIC);
-		for (i = 0; i < wd->n; i++) {
-			unsigned long v = atomic_load(wd->counters[i]);
-
-			if (v != last[i]) {
-				last[i] = v;
-				since[i] = now;
-				continue;
-			}
-			if (now - since[i] < wd->stall_ns || atomic_load(&wd->stop))
-				continue;
-			h_dump(dump, sizeof(dump));
-			ck_abort_msg("%s: counter %d stuck at %lu for %" PRIu64
-				     " ms (lost wakeup?) at iteration %lu; %s",
-				     wd->what, i, v, wd->stall_ns / 1000000,
-				     wd->iteration ? atomic_load(wd->iteration) : 0UL, dump);
-		}
-	}
-	return NULL;
+	(void)arg;
+	h_dump(buf, len);
 }
 
 struct h_watchdog *h_watchdog_start(const char *what, atomic_ulong *const *counters, int n,
 				    const atomic_ulong *iteration, unsigned int stall_ms)
 {
-	struct h_watchdog *wd = calloc(1, sizeof(*wd));
-	int i;
+	struct h_watchdog_spec spec = {
+		.what = what,
+		.counters = counters,
+		.n = n > 0 ? (size_t)n : 0,
+		.iteration = iteration,
+		.stall_ms = stall_ms,
+		.dump = watchdog_dump,
+	};
 
-	ck_assert_ptr_nonnull(wd);
-	ck_assert_int_le(n, WD_MAX);
-	wd->what = what;
-	wd->n = n;
-	for (i = 0; i < n; i++)
-		wd->counters[i] = counters[i];
-	wd->iteration = iteration;
-	wd->stall_ns = (uint64_t)(stall_ms * 1e6 * timeout_multiplier());
-	atomic_init(&wd->stop, 0);
-	wd->thread = h_thread(watchdog_main, wd);
-	return wd;
-}
-
-void h_watchdog_stop(struct h_watchdog *wd)
-{
-	atomic_store(&wd->stop, 1);
-	h_join(wd->thread);
-	free(wd);
+	return h_watchdog_run(&spec);
 }
