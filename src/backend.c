@@ -26,9 +26,13 @@ static int decided;
 static int decided_err;
 static char reason[320] = "not chosen yet";
 
+/* The version string, made from the macros of <umcg/umcg.h> (their one home). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 UMCG_API const char *umcg_version(void)
 {
-	return "0.1.0";
+	return STR(UMCG_VERSION_MAJOR) "." STR(UMCG_VERSION_MINOR) "." STR(UMCG_VERSION_PATCH);
 }
 
 UMCG_API const char *umcg_backend_name(int backend)
