@@ -36,7 +36,10 @@
  *    the pool. A task's latency is its completion time minus its scheduled
  *    arrival (not the moment the submitter got around to it, so a late
  *    submitter does not hide queueing). Reported: p50 and p99 of the short
- *    tasks, p50 of the long ones, and the submitter's own lag.
+ *    tasks, p50 of the long ones, and the submitter's own lag; for bench/plot
+ *    also the latency distribution of each kind of task, as its values at
+ *    the percentiles listed in "latency_percentiles" ("short_latency_us" and
+ *    "long_latency_us" of each version, medians over the runs).
  *  - throughput: --batch tasks all submitted at once; tasks per second from
  *    the submission to the last completion, and cpu_share: the process's
  *    CPU time (getrusage) over the phase / (wall time * CPUs). Below 1,
@@ -349,9 +352,15 @@ static void submitter_rt(bool on)
 	}
 }
 
+/* The percentiles of the reported latency distributions. */
+static const double lat_pcts[] = { 1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 100 };
+#define NR_PCTS (sizeof(lat_pcts) / sizeof(lat_pcts[0]))
+
 struct phase_result {
 	double short_p50_us, short_p99_us, long_p50_us;
 	double submit_lag_p99_us;
+	double short_pct_us[NR_PCTS]; /* latency at lat_pcts[i] (latency phase) */
+	double long_pct_us[NR_PCTS];
 	double tasks_per_s; /* completed / (last completion - first arrival) */
 	double cpu_share; /* process CPU time / (wall time * CPUs) */
 	uint64_t preemptions; /* the servers' counters over the phase */
@@ -499,6 +508,10 @@ static struct phase_result run_phase(enum mode mode, struct umcg_rt *rt, unsigne
 	res.short_p99_us = ns ? percentile(lat_short, ns, 99) / 1e3 : NAN;
 	res.long_p50_us = nl ? percentile(lat_long, nl, 50) / 1e3 : NAN;
 	res.submit_lag_p99_us = percentile(lag, s->n, 99) / 1e3;
+	for (i = 0; i < NR_PCTS; i++) {
+		res.short_pct_us[i] = ns ? percentile(lat_short, ns, lat_pcts[i]) / 1e3 : NAN;
+		res.long_pct_us[i] = nl ? percentile(lat_long, nl, lat_pcts[i]) / 1e3 : NAN;
+	}
 	res.tasks_per_s = (double)s->n * 1e9 / (double)(last - p->base);
 	res.cpu_share = (double)(cpu1 - cpu0) / ((double)wall * ncpus);
 	res.preemptions = st1.preemptions - st0.preemptions;
@@ -718,6 +731,7 @@ struct mode_summary {
 	double open_loop_tasks_per_s, batch_tasks_per_s;
 	double cpu_share; /* of the throughput phase */
 	double preemptions_per_run;
+	double short_pct_us[NR_PCTS], long_pct_us[NR_PCTS]; /* of the latency phase */
 };
 
 /* The median over the runs of mode @m of the double at @off in a phase. */
@@ -760,6 +774,14 @@ static struct mode_summary summarize(struct mode_run (*runs)[NR_MODES], unsigned
 	s.batch_tasks_per_s =
 		median_of(runs, m, opt, true, offsetof(struct phase_result, tasks_per_s));
 	s.cpu_share = median_of(runs, m, opt, true, offsetof(struct phase_result, cpu_share));
+	for (r = 0; r < NR_PCTS; r++) {
+		s.short_pct_us[r] =
+			median_of(runs, m, opt, false,
+				  offsetof(struct phase_result, short_pct_us) + r * sizeof(double));
+		s.long_pct_us[r] =
+			median_of(runs, m, opt, false,
+				  offsetof(struct phase_result, long_pct_us) + r * sizeof(double));
+	}
 	for (r = 0; r < opt->repeat; r++)
 		v[r] = (double)(runs[r][m].lat.preemptions + runs[r][m].thr.preemptions);
 	s.preemptions_per_run = median(v, opt->repeat);
@@ -868,6 +890,10 @@ int main(int argc, char **argv)
 	json_u64(&j, "batch", opt.batch);
 	json_u64(&j, "batch_long", thr_long);
 	json_u64(&j, "repeat", opt.repeat);
+	json_array(&j, "latency_percentiles");
+	for (k = 0; k < NR_PCTS; k++)
+		json_double(&j, NULL, lat_pcts[k], 1);
+	json_close(&j, ']');
 	for (m = 0; m < NR_MODES; m++) {
 		json_object(&j, mode_names[m]);
 		json_double(&j, "short_p50_us", sum[m].short_p50_us, 1);
@@ -879,6 +905,14 @@ int main(int argc, char **argv)
 		json_double(&j, "throughput_cpu_share", sum[m].cpu_share, 3);
 		if (m != MODE_PTHREAD)
 			json_double(&j, "preemptions_per_run", sum[m].preemptions_per_run, 0);
+		json_array(&j, "short_latency_us");
+		for (k = 0; k < NR_PCTS; k++)
+			json_double(&j, NULL, sum[m].short_pct_us[k], 1);
+		json_close(&j, ']');
+		json_array(&j, "long_latency_us");
+		for (k = 0; k < NR_PCTS; k++)
+			json_double(&j, NULL, sum[m].long_pct_us[k], 1);
+		json_close(&j, ']');
 		json_close(&j, '}');
 	}
 	json_double(&j, "p99_ratio", sum[MODE_PREEMPT].short_p99_us / sum[MODE_COOP].short_p99_us,

@@ -8,6 +8,7 @@
 # as a CMake project with find_package(umcg) (shared and static), and by
 # hand with `cc $(pkg-config --cflags --libs libumcg)`. Each run must find
 # the installed copy, not some other one on the system.
+# It also checks that the man pages are installed, one per exported symbol.
 #
 # Environment: CC (default cc); UMCG_CONSUMER_FLAGS, compiler and linker
 # flags the build tree was made with (its sanitizers), also given to the
@@ -35,6 +36,40 @@ step() {
 step "install $build into $prefix"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
 	{ cat "$tmp/install.log"; exit 1; }
+
+step "man pages: one per exported symbol, under CMAKE_INSTALL_MANDIR"
+mandir=$(sed -n 's/^CMAKE_INSTALL_MANDIR:PATH=//p' "$build/CMakeCache.txt")
+case "${mandir:=share/man}" in
+/*) ;;
+*) mandir=$prefix/$mandir ;;
+esac
+map=$here/../../src/libumcg.map
+mapfile -t symbols < <(sed -n '/global:/,/local:/{s/^[[:space:]]*\([a-z_][a-z0-9_]*\);.*/\1/p}' "$map")
+missing=()
+for page in "${symbols[@]/#/man3/}" man1/umcg-demo.1 man7/libumcg.7 man7/umcg_io.7; do
+	case "$page" in
+	man3/*) page=$page.3 ;;
+	esac
+	[ -f "$mandir/$page" ] || missing+=("$page")
+done
+if [ "${#symbols[@]}" -eq 0 ] || [ "${#missing[@]}" -ne 0 ]; then
+	echo "not installed under $mandir: ${missing[*]:-the symbols of $map}" >&2
+	exit 1
+fi
+# A .so link must resolve inside the installed tree.
+if command -v man >/dev/null 2>&1; then
+	found=$(MANPATH=$mandir man -w umcg_pwrite)
+	case "$found" in
+	"$mandir"/*) ;;
+	*)
+		echo "man -w umcg_pwrite found '$found', not the page under $mandir" >&2
+		exit 1
+		;;
+	esac
+	MANPATH=$mandir MANWIDTH=80 man umcg_pwrite 2>&1 | grep -q 'umcg_pwrite' ||
+		{ echo "man umcg_pwrite does not render the shared page" >&2; exit 1; }
+fi
+echo "${#symbols[@]} symbol pages and the section 1 and 7 pages are installed"
 
 step "find_package(umcg): configure and build"
 cmake -S "$here" -B "$tmp/cmake" \
