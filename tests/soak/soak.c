@@ -14,6 +14,10 @@
  *
  * The run lasts until the servers' `switches` counters add up to the
  * target: 10^6 by default, 10^8 under UMCG_STRESS=1, or UMCG_SOAK_SWITCHES.
+ * It is cut into rounds of at most 10^7 switches (UMCG_SOAK_ROUND), each a
+ * Check test of its own with a fresh runtime: Check cannot report a test
+ * that ran longer than 2^31 us (about 36 minutes; it fails packing the
+ * duration), and 10^8 switches take about an hour on a loaded machine.
  *
  * What fails the test:
  *  - a lost wake-up: a parker whose request was served (stamped and
@@ -118,6 +122,14 @@ static uint64_t slow_factor(void)
 static uint64_t liveness_ns(void)
 {
 	return 5 * SEC * slow_factor();
+}
+
+static uint64_t round_switches(void)
+{
+	const char *s = getenv("UMCG_SOAK_ROUND");
+	uint64_t v = s && *s ? strtoull(s, NULL, 10) : 0;
+
+	return v ? v : UINT64_C(10000000);
 }
 
 static uint64_t target_switches(void)
@@ -280,7 +292,9 @@ START_TEST(soak_mixed)
 	struct umcg_worker_attr wa;
 	struct umcg_rt_attr ra;
 	pthread_t plain[NR_PLAIN], wd;
-	uint64_t target = target_switches(), t0, now, next_report, sw = 0, max_gap = 0;
+	uint64_t total = target_switches(), per = round_switches(), done = (uint64_t)_i * per;
+	uint64_t target = total - done < per ? total - done : per, t0, now, next_report, sw = 0,
+		 max_gap = 0;
 	uint64_t max_wake = 0, preempt = 0, yields = 0, steals = 0, missed = 0;
 	unsigned int i, np = 0;
 	double load[3] = { 0, 0, 0 }, secs;
@@ -314,8 +328,10 @@ START_TEST(soak_mixed)
 				 0);
 	ck_assert_int_eq(pthread_create(&wd, NULL, watchdog_fn, NULL), 0);
 
-	fprintf(stderr, "soak: target %" PRIu64 " switches, %d servers, 20 us slices\n", target,
-		NR_SERVERS);
+	fprintf(stderr,
+		"soak: round %d: target %" PRIu64 " of %" PRIu64
+		" switches, %d servers, 20 us slices\n",
+		_i + 1, target, total, NR_SERVERS);
 	next_report = t0 + 5 * SEC;
 	while ((sw = total_switches(st)) < target) {
 		nanosleep(&ts, NULL);
@@ -367,15 +383,16 @@ START_TEST(soak_mixed)
 	if (getloadavg(load, 3) < 0)
 		load[0] = load[1] = load[2] = -1;
 	secs = (double)(now - t0) / SEC;
-	printf("{\"test\":\"soak\",\"servers\":%d,\"timeslice_us\":20,\"workers\":%d,"
+	printf("{\"test\":\"soak\",\"round\":%d,\"rounds\":%d,\"servers\":%d,\"timeslice_us\":20,\"workers\":%d,"
 	       "\"plain_threads\":%d,\"switches\":%" PRIu64 ",\"seconds\":%.1f,"
 	       "\"switches_per_s\":%.0f,\"preemptions\":%" PRIu64 ",\"yields_parks\":%" PRIu64
 	       ",\"steals\":%" PRIu64 ",\"plain_unparks\":%lu,\"lost_wakeups\":0,"
 	       "\"missed_wakeups\":%" PRIu64 ",\"longest_wake_us\":%.1f,"
 	       "\"longest_tick_gap_us\":%.1f,\"longest_stall_us\":%.1f,"
 	       "\"loadavg\":[%.2f,%.2f,%.2f]}\n",
-	       NR_SERVERS, NR_WORKERS, NR_PLAIN, sw, secs, (double)sw / secs, preempt, yields,
-	       steals, PEEK(&plain_unparks), missed, (double)max_wake / US, (double)max_gap / US,
+	       _i + 1, (int)((total + per - 1) / per), NR_SERVERS, NR_WORKERS, NR_PLAIN, sw, secs,
+	       (double)sw / secs, preempt, yields, steals, PEEK(&plain_unparks), missed,
+	       (double)max_wake / US, (double)max_gap / US,
 	       (double)(max_gap > max_wake ? max_gap : max_wake) / US, load[0], load[1], load[2]);
 	fflush(stdout);
 	ck_assert_msg(missed == 0, "%" PRIu64 " missed wake-ups", missed);
@@ -394,7 +411,8 @@ int main(void)
 
 	/* Scaled by CK_TIMEOUT_MULTIPLIER (sanitizers, UMCG_STRESS). */
 	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, soak_mixed);
+	tcase_add_loop_test(tc, soak_mixed, 0,
+			    (int)((target_switches() + round_switches() - 1) / round_switches()));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_FORK);
