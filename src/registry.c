@@ -45,7 +45,10 @@ struct umcg__etask *umcg__etask_alloc(void)
 		free_list = e->free_next;
 	pthread_mutex_unlock(&free_lock);
 	if (!e) {
+		int saved = errno; /* calloc() sets it when it fails */
+
 		e = calloc(1, sizeof(*e));
+		errno = saved;
 		if (!e)
 			return NULL;
 	}
@@ -77,6 +80,7 @@ static struct umcg__etask **slot_of(pid_t tid, bool create)
 {
 	unsigned int c, i;
 	struct umcg__etask **chunk, **fresh, **expected;
+	int saved;
 
 	if (tid <= 0 || (unsigned int)tid >= CHUNK_SLOTS * NR_CHUNKS)
 		return NULL;
@@ -87,7 +91,9 @@ static struct umcg__etask **slot_of(pid_t tid, bool create)
 	if (!chunk) {
 		if (!create)
 			return NULL;
+		saved = errno; /* calloc() sets it when it fails */
 		fresh = calloc(CHUNK_SLOTS, sizeof(*fresh));
+		errno = saved;
 		if (!fresh)
 			return NULL;
 		expected = NULL;

@@ -307,7 +307,7 @@ UMCG_API void umcg_worker_attr_init(struct umcg_worker_attr *attr)
 	attr->cpu = -1;
 }
 
-UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr)
+static int rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr)
 {
 	struct umcg_rt_attr def;
 	struct umcg_rt *rt;
@@ -370,6 +370,15 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 	}
 	*rtp = rt;
 	return 0;
+}
+
+/* libc's allocators and the policy's create() may set errno when they fail. */
+UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr)
+{
+	int saved = errno, ret = rt_create(rtp, attr);
+
+	errno = saved;
+	return ret;
 }
 
 UMCG_API unsigned int umcg_rt_nr_servers(const struct umcg_rt *rt)
@@ -803,7 +812,7 @@ static void reset_servers(struct umcg_rt *rt)
 	umcg__store(&rt->stopping, 0, umcg__relaxed);
 }
 
-UMCG_API int umcg_rt_start(struct umcg_rt *rt)
+static int rt_start(struct umcg_rt *rt)
 {
 	unsigned int i;
 	int ret = 0;
@@ -835,6 +844,15 @@ UMCG_API int umcg_rt_start(struct umcg_rt *rt)
 	}
 	rt->started = 1;
 	return 0;
+}
+
+/* A pthread_create() that fails leaves its stack mmap()'s ENOMEM in errno. */
+UMCG_API int umcg_rt_start(struct umcg_rt *rt)
+{
+	int saved = errno, ret = rt_start(rt);
+
+	errno = saved;
+	return ret;
 }
 
 UMCG_API int umcg_rt_drain(struct umcg_rt *rt)
@@ -992,8 +1010,8 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
-			const struct umcg_worker_attr *attr, umcg_worker_fn fn, void *arg)
+static int spawn(struct umcg_rt *rt, struct umcg_worker **wp, const struct umcg_worker_attr *attr,
+		 umcg_worker_fn fn, void *arg)
 {
 	struct umcg_worker_attr def;
 	struct umcg_worker *w;
@@ -1073,6 +1091,16 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	if (wp)
 		*wp = w;
 	return 0;
+}
+
+/* posix_memalign() and pthread_create() may set errno when they fail. */
+UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
+			const struct umcg_worker_attr *attr, umcg_worker_fn fn, void *arg)
+{
+	int saved = errno, ret = spawn(rt, wp, attr, fn, arg);
+
+	errno = saved;
+	return ret;
 }
 
 /* Sleep in the kernel as a worker: tell the emulation first. */
