@@ -173,6 +173,20 @@ static void region_leave(void *arg)
 
 /* ---- helpers ------------------------------------------------------------ */
 
+static void put_errno_back(const int *saved)
+{
+	errno = *saved;
+}
+
+/*
+ * KEEP_ERRNO - a declaration at the top of every public function here: it
+ * saves errno, and the compiler puts it back on every way out of the
+ * function (the cleanup attribute), so no return can forget it. The plain
+ * calls in between may set errno at will; neg() reads it. A thread that is
+ * cancelled unwinds without it, and is past caring.
+ */
+#define KEEP_ERRNO int errno_kept_ __attribute__((cleanup(put_errno_back))) = errno
+
 /* A libc result, with -1 turned into -errno. Call it with errno saved. */
 static long neg(long r)
 {
@@ -364,28 +378,26 @@ static ssize_t rw(bool wr, int fd, const struct iovec *iov, int cnt, off_t off, 
 UMCG_API ssize_t umcg_read(int fd, void *buf, size_t count)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = count };
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	r = announce() ? rw(false, fd, &iov, 1, -1, false) : neg(read(fd, buf, count));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	r = announce() ? rw(false, fd, iov, iovcnt, -1, true) : neg(readv(fd, iov, iovcnt));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_pread(int fd, void *buf, size_t count, off_t offset)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = count };
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	/* preadv2() reads at the file position for -1, pread() fails. */
@@ -393,48 +405,44 @@ UMCG_API ssize_t umcg_pread(int fd, void *buf, size_t count, off_t offset)
 		r = rw(false, fd, &iov, 1, offset, false);
 	else
 		r = neg(pread(fd, buf, count, offset));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_write(int fd, const void *buf, size_t count)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = count };
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	r = announce() ? rw(true, fd, &iov, 1, -1, false) : neg(write(fd, buf, count));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	r = announce() ? rw(true, fd, iov, iovcnt, -1, true) : neg(writev(fd, iov, iovcnt));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_pwrite(int fd, const void *buf, size_t count, off_t offset)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = count };
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	if (announce() && offset >= 0)
 		r = rw(true, fd, &iov, 1, offset, false);
 	else
 		r = neg(pwrite(fd, buf, count, offset));
-	errno = saved;
 	return r;
 }
 
 UMCG_API int umcg_flock(int fd, int operation)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	/* LOCK_UN never waits. */
@@ -445,7 +453,6 @@ UMCG_API int umcg_flock(int fd, int operation)
 		if (r == -EWOULDBLOCK)
 			BLOCKING(r, (int)neg(flock(fd, operation)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -537,7 +544,7 @@ static ssize_t recv_after_try(int fd, ssize_t first, const struct iovec *iov, in
 UMCG_API ssize_t umcg_recv(int sockfd, void *buf, size_t len, int flags)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -549,7 +556,6 @@ UMCG_API ssize_t umcg_recv(int sockfd, void *buf, size_t len, int flags)
 		if (redo)
 			BLOCKING(r, neg(recv(sockfd, buf, len, flags)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -557,7 +563,7 @@ UMCG_API ssize_t umcg_recvfrom(int sockfd, void *buf, size_t len, int flags,
 			       struct sockaddr *src_addr, socklen_t *addrlen)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -569,13 +575,12 @@ UMCG_API ssize_t umcg_recvfrom(int sockfd, void *buf, size_t len, int flags,
 		if (redo)
 			BLOCKING(r, neg(recvfrom(sockfd, buf, len, flags, src_addr, addrlen)));
 	}
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_recvmsg(int sockfd, struct msghdr *msg, int flags)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -592,7 +597,6 @@ UMCG_API ssize_t umcg_recvmsg(int sockfd, struct msghdr *msg, int flags)
 		if (redo)
 			BLOCKING(r, neg(recvmsg(sockfd, msg, flags)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -624,7 +628,7 @@ static ssize_t send_after_try(int fd, ssize_t first, const struct iovec *iov, in
 UMCG_API ssize_t umcg_send(int sockfd, const void *buf, size_t len, int flags)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -636,7 +640,6 @@ UMCG_API ssize_t umcg_send(int sockfd, const void *buf, size_t len, int flags)
 		if (redo)
 			BLOCKING(r, neg(send(sockfd, buf, len, flags)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -644,7 +647,7 @@ UMCG_API ssize_t umcg_sendto(int sockfd, const void *buf, size_t len, int flags,
 			     const struct sockaddr *dest_addr, socklen_t addrlen)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -656,13 +659,12 @@ UMCG_API ssize_t umcg_sendto(int sockfd, const void *buf, size_t len, int flags,
 		if (redo)
 			BLOCKING(r, neg(sendto(sockfd, buf, len, flags, dest_addr, addrlen)));
 	}
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_sendmsg(int sockfd, const struct msghdr *msg, int flags)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -679,7 +681,6 @@ UMCG_API ssize_t umcg_sendmsg(int sockfd, const struct msghdr *msg, int flags)
 		if (redo)
 			BLOCKING(r, neg(sendmsg(sockfd, msg, flags)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -703,7 +704,7 @@ static bool accept_ready(int fd, bool *eagain)
 
 UMCG_API int umcg_accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	bool eagain;
 	int r;
 
@@ -713,13 +714,12 @@ UMCG_API int umcg_accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 		r = -EAGAIN;
 	else
 		BLOCKING(r, (int)neg(accept(sockfd, addr, addrlen)));
-	errno = saved;
 	return r;
 }
 
 UMCG_API int umcg_accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	bool eagain;
 	int r;
 
@@ -729,20 +729,18 @@ UMCG_API int umcg_accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen,
 		r = -EAGAIN;
 	else
 		BLOCKING(r, (int)neg(accept4(sockfd, addr, addrlen, flags)));
-	errno = saved;
 	return r;
 }
 
 UMCG_API int umcg_connect(int sockfd, const struct sockaddr *addr, socklen_t addrlen)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	if (!announce() || fd_nonblock(sockfd))
 		r = (int)neg(connect(sockfd, addr, addrlen));
 	else
 		BLOCKING(r, (int)neg(connect(sockfd, addr, addrlen)));
-	errno = saved;
 	return r;
 }
 
@@ -750,13 +748,12 @@ UMCG_API int umcg_connect(int sockfd, const struct sockaddr *addr, socklen_t add
 
 UMCG_API int umcg_poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	r = (int)neg(poll(fds, nfds, announce() ? 0 : timeout));
 	if (r == 0 && timeout != 0 && announce())
 		BLOCKING(r, (int)neg(poll(fds, nfds, timeout)));
-	errno = saved;
 	return r;
 }
 
@@ -778,7 +775,7 @@ UMCG_API int umcg_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *
 {
 	struct timespec zero = { 0, 0 }; /* writable: ppoll() may store the time left */
 	const sigset_t *mask;
-	int saved = errno;
+	KEEP_ERRNO;
 	sigset_t buf;
 	int r;
 
@@ -794,19 +791,17 @@ UMCG_API int umcg_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *
 			BLOCKING(r, (int)neg(ppoll(fds, nfds, tmo_p, mask)));
 		}
 	}
-	errno = saved;
 	return r;
 }
 
 UMCG_API int umcg_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	r = (int)neg(epoll_wait(epfd, events, maxevents, announce() ? 0 : timeout));
 	if (r == 0 && timeout != 0 && announce())
 		BLOCKING(r, (int)neg(epoll_wait(epfd, events, maxevents, timeout)));
-	errno = saved;
 	return r;
 }
 
@@ -814,7 +809,7 @@ UMCG_API int umcg_epoll_pwait(int epfd, struct epoll_event *events, int maxevent
 			      const sigset_t *sigmask)
 {
 	const sigset_t *mask;
-	int saved = errno;
+	KEEP_ERRNO;
 	sigset_t buf;
 	int r;
 
@@ -827,13 +822,12 @@ UMCG_API int umcg_epoll_pwait(int epfd, struct epoll_event *events, int maxevent
 			BLOCKING(r, (int)neg(epoll_pwait(epfd, events, maxevents, timeout, mask)));
 		}
 	}
-	errno = saved;
 	return r;
 }
 
 UMCG_API pid_t umcg_waitpid(pid_t pid, int *wstatus, int options)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	pid_t r;
 
 	if (!announce() || (options & WNOHANG)) {
@@ -843,7 +837,6 @@ UMCG_API pid_t umcg_waitpid(pid_t pid, int *wstatus, int options)
 		if (r == 0)
 			BLOCKING(r, (pid_t)neg(waitpid(pid, wstatus, options)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -851,7 +844,7 @@ UMCG_API pid_t umcg_waitpid(pid_t pid, int *wstatus, int options)
 
 UMCG_API int umcg_nanosleep(const struct timespec *req, struct timespec *rem)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	/* A NULL, malformed or zero request: the plain call, which returns at
@@ -860,7 +853,6 @@ UMCG_API int umcg_nanosleep(const struct timespec *req, struct timespec *rem)
 		r = (int)neg(nanosleep(req, rem));
 	else
 		BLOCKING(r, (int)neg(nanosleep(req, rem)));
-	errno = saved;
 	return r;
 }
 
@@ -869,7 +861,7 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
 {
 	struct timespec now;
 	bool at_once;
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	/* As umcg_nanosleep(); a past deadline, a clock that cannot be read,
@@ -884,7 +876,6 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
 		r = -clock_nanosleep(clockid, flags, req, rem);
 	else
 		BLOCKING(r, -clock_nanosleep(clockid, flags, req, rem));
-	errno = saved;
 	return r;
 }
 
@@ -893,7 +884,7 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
 UMCG_API int umcg_futex_wait(uint32_t *uaddr, uint32_t val, const struct timespec *abs_timeout)
 {
 	struct timespec now;
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	if (!uaddr)
@@ -907,7 +898,6 @@ UMCG_API int umcg_futex_wait(uint32_t *uaddr, uint32_t val, const struct timespe
 	if (abs_timeout) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (timespec_le(abs_timeout, &now)) {
-			errno = saved;
 			return -ETIMEDOUT;
 		}
 	}
@@ -915,7 +905,6 @@ UMCG_API int umcg_futex_wait(uint32_t *uaddr, uint32_t val, const struct timespe
 		BLOCKING(r, umcg__futex_wait(uaddr, val, abs_timeout, 0));
 	else
 		r = umcg__futex_wait(uaddr, val, abs_timeout, 0);
-	errno = saved;
 	/* A signal handler ran: to a futex waiter that is a wake-up. */
 	return r == -EINTR ? 0 : r;
 }
