@@ -13,7 +13,9 @@
  *	page 2: unmapped	page 3: PROT_NONE (keeps page 2 a hole)
  *
  * PROT_NONE is page 1, unmapped is page 2, and "straddling" is the last 8
- * bytes of page 0: the first half of a timespec is readable, the second is
+ * bytes of page 0. A hole may be filled by any later mmap() (a thread's
+ * stack, a sanitizer's allocator), so an unmapped address is made afresh,
+ * the same way, just before each call that uses it: the first half of a timespec is readable, the second is
  * not. For a sigset the kernel reads only its first 8 bytes, so there the
  * straddling pointer is a good one, and the call must simply work. The
  * expected answer of every case is what the plain call gives for the same
@@ -63,8 +65,22 @@ static uint32_t word; /* a good futex word holding 0 */
 /* The call under test, run where the loop index says. */
 static long (*call)(void *bad);
 static void *bad_ptr;
+static enum kind bad_kind;
 static long got;
 static int got_errno;
+
+/* A page nobody has mapped: the middle one of three, the outer two kept
+ * PROT_NONE (and leaked) so that the hole is one page wide. */
+static void *fresh_hole(void)
+{
+	char *p = mmap(NULL, 3 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char vec;
+
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	ck_assert_int_eq(munmap(p + PAGE, PAGE), 0);
+	ck_assert_int_eq(mincore(p + PAGE, PAGE, &vec), -1);
+	return p + PAGE;
+}
 
 static void *bad_address(enum kind k)
 {
@@ -72,7 +88,7 @@ static void *bad_address(enum kind k)
 	case PROT_NONE_PAGE:
 		return map + PAGE;
 	case UNMAPPED:
-		return map + 2 * PAGE;
+		return fresh_hole();
 	default:
 		return map + PAGE - 8;
 	}
@@ -103,6 +119,8 @@ static long neg(long r)
 
 static void record(void)
 {
+	if (bad_kind == UNMAPPED)
+		bad_ptr = fresh_hole();
 	errno = ERRNO_SENTINEL;
 	got = call(bad_ptr);
 	got_errno = errno;
@@ -161,6 +179,7 @@ static void check(int i, long (*fn)(void *), long plain, bool must_fault)
 		ck_assert_msg(plain == -EFAULT, "%s: the plain call gave %ld, not -EFAULT",
 			      kind_name[k], plain);
 	call = fn;
+	bad_kind = k;
 	run(in_worker, bad_address(k));
 	ck_assert_msg(got == plain, "%s address in a %s: %ld, the plain call gave %ld",
 		      kind_name[k], in_worker ? "worker" : "plain thread", got, plain);
