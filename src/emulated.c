@@ -99,6 +99,8 @@
 #define KICK_SIGNAL SIGURG
 /* glibc's signal for asynchronous cancellation (see the header comment). */
 #define CANCEL_SIGNAL 32
+/* The kernel's sigset_t, in words. */
+#define KSIGSET_WORDS ((_NSIG - 1) / (8 * sizeof(unsigned long)))
 
 static __thread struct umcg__etask *self_task __attribute__((tls_model("initial-exec")));
 
@@ -309,8 +311,30 @@ static bool take_kicks(struct umcg__etask *e)
 	return umcg__xchg(&e->kick_pending, 0, umcg__acq_rel) != 0;
 }
 
+/*
+ * no_cancel() - block CANCEL_SIGNAL in the thread (@on; the old mask goes
+ * to @old) or restore @old, with the raw system call (glibc's wrappers
+ * leave its internal signals alone). The handler's sa_mask holds it from
+ * the delivery on; this holds it too when the handler is called by
+ * something other than the kernel's delivery, as under ThreadSanitizer,
+ * which defers signals and runs handlers later itself.
+ */
+static void no_cancel(bool on, unsigned long *old)
+{
+	unsigned long set[KSIGSET_WORDS] = { 0 };
+
+	set[(CANCEL_SIGNAL - 1) / (8 * sizeof(set[0]))] =
+		1UL << ((CANCEL_SIGNAL - 1) % (8 * sizeof(set[0])));
+	if (on)
+		umcg__syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)set, (long)old, sizeof(set), 0,
+			       0);
+	else
+		umcg__syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, sizeof(set), 0, 0);
+}
+
 static void kick_handler(int sig, siginfo_t *si, void *uc)
 {
+	unsigned long old[KSIGSET_WORDS];
 	int saved = errno;
 	struct umcg__etask *e = self_task;
 	bool took = e && take_kicks(e);
@@ -325,8 +349,10 @@ static void kick_handler(int sig, siginfo_t *si, void *uc)
 		 * "in the kernel"; umcg_block_end() runs it. */
 		if (!umcg__load(&e->in_lib, umcg__seq_cst) &&
 		    !umcg__load(&e->in_block, umcg__relaxed)) {
+			no_cancel(true, old);
 			umcg__store(&e->in_lib, 1, umcg__seq_cst);
 			return_to_user(e);
+			no_cancel(false, old);
 		}
 	}
 	if (took && ours) {
