@@ -65,9 +65,11 @@
  * server runs others. A cancellation delivered there would unwind out of
  * the middle of a transition (the worker pushed, say, and then pushed
  * again by its exit path). glibc delivers asynchronous cancellation with
- * its internal signal 32 (SIGCANCEL), so the handler's sa_mask holds it:
- * the cancellation waits until the handler returns to the interrupted
- * code, where the worker is RUNNING and owns nothing of the library's.
+ * its internal signal 32 (SIGCANCEL), so the handler's sa_mask holds it,
+ * and the handler blocks it itself around return_to_user() for callers
+ * other than the kernel (no_cancel()): the cancellation waits until the
+ * handler returns to the interrupted code, where the worker is RUNNING and
+ * owns nothing of the library's.
  *
  * Blocking: the emulation cannot see a worker fall asleep in the kernel, so
  * umcg_block_begin()/umcg_block_end() say so. While `in_block` is set the
