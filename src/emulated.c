@@ -40,6 +40,37 @@
  *    `in_lib` set does nothing: the library code it interrupted will run
  *    return_to_user() itself.
  *
+ * The kick signal is SIGURG, a standard signal, and not a real-time one.
+ * A real-time signal is queued: each takes an entry counted against
+ * RLIMIT_SIGPENDING, which is per user, so any process of the same user
+ * that fills it (a program with a blocked signal it keeps queueing) makes
+ * tgkill() fail with EAGAIN and preemption stop, for no fault of ours. A
+ * standard signal needs no entry: over the limit the kernel still sets it
+ * pending and only drops its siginfo, so tgkill() cannot be refused for a
+ * live thread. SIGURG because its default action is to be ignored (a stray
+ * one harms no thread that has no handler) and programs rarely use it (out
+ * of band socket data), the choice Go made for the same job. The price is
+ * that standard signals coalesce: two kicks sent before the first is taken
+ * are delivered once, and a delivery may come without siginfo. So a kick
+ * does not count signals: the kicker sets `kick_pending` (release, after
+ * the Dekker reads above) and sends the signal; the handler exchanges it
+ * with 0 (acquire) and, if it was set, runs return_to_user(), which looks
+ * at the state as it is then and so serves every kick that came before.
+ * A delivery that served no kick, or whose siginfo names another sender,
+ * is the program's and goes on to the handler that was installed before.
+ *
+ * Cancellation. The handler runs inside a worker's user code, which may be
+ * cancelled asynchronously (PTHREAD_CANCEL_ASYNCHRONOUS is legal in a pure
+ * compute loop), and it may sleep in return_to_user() for as long as the
+ * server runs others. A cancellation delivered there would unwind out of
+ * the middle of a transition (the worker pushed, say, and then pushed
+ * again by its exit path). glibc delivers asynchronous cancellation with
+ * its internal signal 32 (SIGCANCEL), so the handler's sa_mask holds it,
+ * and the handler blocks it itself around return_to_user() for callers
+ * other than the kernel (no_cancel()): the cancellation waits until the
+ * handler returns to the interrupted code, where the worker is RUNNING and
+ * owns nothing of the library's.
+ *
  * Blocking: the emulation cannot see a worker fall asleep in the kernel, so
  * umcg_block_begin()/umcg_block_end() say so. While `in_block` is set the
  * worker is BLOCKED and "in the kernel": kicks leave it alone, and
@@ -68,7 +99,11 @@
 #include "syscall.h"
 #include "trace.h"
 
-#define KICK_SIGNAL (SIGRTMAX - 1)
+#define KICK_SIGNAL SIGURG
+/* glibc's signal for asynchronous cancellation (see the header comment). */
+#define CANCEL_SIGNAL 32
+/* The kernel's sigset_t, in words. */
+#define KSIGSET_WORDS ((_NSIG - 1) / (8 * sizeof(unsigned long)))
 
 static __thread struct umcg__etask *self_task __attribute__((tls_model("initial-exec")));
 
@@ -272,33 +307,60 @@ static void on_thread_exit(void *arg)
 		unregister_self();
 }
 
-/* Count one of our kick signals as delivered (they queue: one each). */
-static bool take_kick(struct umcg__etask *e)
+/* Take every kick sent so far (they coalesce: see the header comment). */
+static bool take_kicks(struct umcg__etask *e)
 {
-	int n = umcg__load(&e->kick_pending, umcg__relaxed);
+	/* Pairs with the release store in e_kick(): the state the kicker
+	 * changed before it is visible to return_to_user(). */
+	return umcg__xchg(&e->kick_pending, 0, umcg__acq_rel) != 0;
+}
 
-	do {
-		if (n <= 0)
-			return false;
-		/* Pairs with the release increment in e_kick(). */
-	} while (!umcg__cas(&e->kick_pending, &n, n - 1, umcg__acq_rel));
-	return true;
+/*
+ * no_cancel() - block CANCEL_SIGNAL in the thread (@on; the old mask goes
+ * to @old) or restore @old, with the raw system call (glibc's wrappers
+ * leave its internal signals alone). The handler's sa_mask holds it from
+ * the delivery on; this holds it too when the handler is called by
+ * something other than the kernel's delivery, as under ThreadSanitizer,
+ * which defers signals and runs handlers later itself.
+ */
+static void no_cancel(bool on, unsigned long *old)
+{
+	unsigned long set[KSIGSET_WORDS] = { 0 };
+
+	set[(CANCEL_SIGNAL - 1) / (8 * sizeof(set[0]))] =
+		1UL << ((CANCEL_SIGNAL - 1) % (8 * sizeof(set[0])));
+	if (on)
+		umcg__syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)set, (long)old, sizeof(set), 0,
+			       0);
+	else
+		umcg__syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, sizeof(set), 0, 0);
 }
 
 static void kick_handler(int sig, siginfo_t *si, void *uc)
 {
+	unsigned long old[KSIGSET_WORDS];
 	int saved = errno;
 	struct umcg__etask *e = self_task;
+	bool took = e && take_kicks(e);
+	/* Sent by a kick, or by anyone once the queue limit dropped the
+	 * siginfo (then SI_USER from pid 0). */
+	bool ours = (si->si_code == SI_TKILL && si->si_pid == getpid()) ||
+		    (si->si_code == SI_USER && si->si_pid == 0);
 
-	if (e && si->si_code == SI_TKILL && si->si_pid == getpid() && take_kick(e)) {
+	if (took) {
 		/* in_lib set: the interrupted library call will run
 		 * return_to_user() itself. in_block set: the worker is
 		 * "in the kernel"; umcg_block_end() runs it. */
 		if (!umcg__load(&e->in_lib, umcg__seq_cst) &&
 		    !umcg__load(&e->in_block, umcg__relaxed)) {
+			no_cancel(true, old);
 			umcg__store(&e->in_lib, 1, umcg__seq_cst);
 			return_to_user(e);
+			no_cancel(false, old);
 		}
+	}
+	if (took && ours) {
+		/* Nothing of the program's. */
 	} else if (prev_action.sa_flags & SA_SIGINFO) {
 		if (prev_action.sa_sigaction)
 			prev_action.sa_sigaction(sig, si, uc);
@@ -340,6 +402,13 @@ static void init_process(void)
 	sa.sa_sigaction = kick_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
+	/* No cancellation inside the handler (see the header comment).
+	 * glibc's sigaddset() refuses its internal signals, but its
+	 * sigaction() hands the mask to the kernel as it is. */
+#ifdef __GLIBC__
+	sa.sa_mask.__val[(CANCEL_SIGNAL - 1) / (8 * sizeof(sa.sa_mask.__val[0]))] |=
+		1UL << ((CANCEL_SIGNAL - 1) % (8 * sizeof(sa.sa_mask.__val[0])));
+#endif
 	if (sigaction(KICK_SIGNAL, &sa, &prev_action)) {
 		init_err = -errno;
 		goto out;
@@ -574,13 +643,13 @@ static int e_kick(uint32_t flags, pid_t tid)
 	 * lookup (registry.c): only signal the thread it still names. */
 	if (umcg__load(&t->tid, umcg__acquire) != tid)
 		return -ESRCH;
-	/* Pairs with take_kick() in the handler. */
-	umcg__fetch_add(&t->kick_pending, 1, umcg__release);
-	if (umcg__syscall6(SYS_tgkill, getpid(), tid, KICK_SIGNAL, 0, 0, 0) < 0) {
-		umcg__fetch_add(&t->kick_pending, -1, umcg__relaxed);
-		return -ESRCH;
-	}
-	return 0;
+	/* Pairs with the exchange in take_kicks(). A flag, not a count: a
+	 * failed send leaves it set, and it costs at most one handler run
+	 * that finds nothing to do. */
+	umcg__store(&t->kick_pending, 1, umcg__release);
+	/* A standard signal is never refused for a live thread (see the
+	 * header comment): ESRCH means the thread has gone. */
+	return (int)umcg__syscall6(SYS_tgkill, getpid(), tid, KICK_SIGNAL, 0, 0, 0);
 }
 
 /* ---- blocking hooks ----------------------------------------------------- */

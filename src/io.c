@@ -51,6 +51,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -173,6 +174,20 @@ static void region_leave(void *arg)
 
 /* ---- helpers ------------------------------------------------------------ */
 
+static void put_errno_back(const int *saved)
+{
+	errno = *saved;
+}
+
+/*
+ * KEEP_ERRNO - a declaration at the top of every public function here: it
+ * saves errno, and the compiler puts it back on every way out of the
+ * function (the cleanup attribute), so no return can forget it. The plain
+ * calls in between may set errno at will; neg() reads it. A thread that is
+ * cancelled unwinds without it, and is past caring.
+ */
+#define KEEP_ERRNO int errno_kept_ __attribute__((cleanup(put_errno_back))) = errno
+
 /* A libc result, with -1 turned into -errno. Call it with errno saved. */
 static long neg(long r)
 {
@@ -214,6 +229,35 @@ static bool nowait_failed(long r)
 {
 	return r == -EAGAIN || r == -EOPNOTSUPP || r == -EINVAL || r == -ENOSYS;
 }
+
+/*
+ * readable() - whether the kernel can read the @len bytes at @p, asked of
+ * the kernel instead of found out by a fault. rt_sigprocmask() copies 8
+ * bytes in before it looks at its `how`, so with an invalid one it fails
+ * with EFAULT for memory it cannot read and with EINVAL, changing nothing,
+ * for memory it can (emulated.c checks a task block the same way). @len is
+ * 8 or a multiple of it. Bytes within one 4 KiB block share a page, so one
+ * look covers them all; a range across a boundary takes a look per 8 bytes.
+ *
+ * The wrappers ask before they read a caller's timespec, sigset or futex
+ * word themselves, and hand an unreadable one to the plain call, which
+ * fails with EFAULT at once (as it would have without the wrapper).
+ */
+static bool readable(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	size_t off = 0;
+
+	if ((a & 4095) <= 4096 - len)
+		len = 8;
+	for (; off < len; off += 8)
+		if (umcg__syscall6(SYS_rt_sigprocmask, -1, (long)(a + off), 0, 8, 0, 0) == -EFAULT)
+			return false;
+	return true;
+}
+
+/* The bytes of a sigset_t that the kernel reads: its own sigset_t. */
+#define KERNEL_SIGSET_SIZE (_NSIG / 8)
 
 static bool timespec_valid(const struct timespec *ts)
 {
@@ -364,28 +408,26 @@ static ssize_t rw(bool wr, int fd, const struct iovec *iov, int cnt, off_t off, 
 UMCG_API ssize_t umcg_read(int fd, void *buf, size_t count)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = count };
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	r = announce() ? rw(false, fd, &iov, 1, -1, false) : neg(read(fd, buf, count));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	r = announce() ? rw(false, fd, iov, iovcnt, -1, true) : neg(readv(fd, iov, iovcnt));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_pread(int fd, void *buf, size_t count, off_t offset)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = count };
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	/* preadv2() reads at the file position for -1, pread() fails. */
@@ -393,48 +435,44 @@ UMCG_API ssize_t umcg_pread(int fd, void *buf, size_t count, off_t offset)
 		r = rw(false, fd, &iov, 1, offset, false);
 	else
 		r = neg(pread(fd, buf, count, offset));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_write(int fd, const void *buf, size_t count)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = count };
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	r = announce() ? rw(true, fd, &iov, 1, -1, false) : neg(write(fd, buf, count));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	r = announce() ? rw(true, fd, iov, iovcnt, -1, true) : neg(writev(fd, iov, iovcnt));
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_pwrite(int fd, const void *buf, size_t count, off_t offset)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = count };
-	int saved = errno;
+	KEEP_ERRNO;
 	ssize_t r;
 
 	if (announce() && offset >= 0)
 		r = rw(true, fd, &iov, 1, offset, false);
 	else
 		r = neg(pwrite(fd, buf, count, offset));
-	errno = saved;
 	return r;
 }
 
 UMCG_API int umcg_flock(int fd, int operation)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	/* LOCK_UN never waits. */
@@ -445,7 +483,6 @@ UMCG_API int umcg_flock(int fd, int operation)
 		if (r == -EWOULDBLOCK)
 			BLOCKING(r, (int)neg(flock(fd, operation)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -537,7 +574,7 @@ static ssize_t recv_after_try(int fd, ssize_t first, const struct iovec *iov, in
 UMCG_API ssize_t umcg_recv(int sockfd, void *buf, size_t len, int flags)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -549,7 +586,6 @@ UMCG_API ssize_t umcg_recv(int sockfd, void *buf, size_t len, int flags)
 		if (redo)
 			BLOCKING(r, neg(recv(sockfd, buf, len, flags)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -557,7 +593,7 @@ UMCG_API ssize_t umcg_recvfrom(int sockfd, void *buf, size_t len, int flags,
 			       struct sockaddr *src_addr, socklen_t *addrlen)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -569,13 +605,12 @@ UMCG_API ssize_t umcg_recvfrom(int sockfd, void *buf, size_t len, int flags,
 		if (redo)
 			BLOCKING(r, neg(recvfrom(sockfd, buf, len, flags, src_addr, addrlen)));
 	}
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_recvmsg(int sockfd, struct msghdr *msg, int flags)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -592,7 +627,6 @@ UMCG_API ssize_t umcg_recvmsg(int sockfd, struct msghdr *msg, int flags)
 		if (redo)
 			BLOCKING(r, neg(recvmsg(sockfd, msg, flags)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -624,7 +658,7 @@ static ssize_t send_after_try(int fd, ssize_t first, const struct iovec *iov, in
 UMCG_API ssize_t umcg_send(int sockfd, const void *buf, size_t len, int flags)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -636,7 +670,6 @@ UMCG_API ssize_t umcg_send(int sockfd, const void *buf, size_t len, int flags)
 		if (redo)
 			BLOCKING(r, neg(send(sockfd, buf, len, flags)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -644,7 +677,7 @@ UMCG_API ssize_t umcg_sendto(int sockfd, const void *buf, size_t len, int flags,
 			     const struct sockaddr *dest_addr, socklen_t addrlen)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -656,13 +689,12 @@ UMCG_API ssize_t umcg_sendto(int sockfd, const void *buf, size_t len, int flags,
 		if (redo)
 			BLOCKING(r, neg(sendto(sockfd, buf, len, flags, dest_addr, addrlen)));
 	}
-	errno = saved;
 	return r;
 }
 
 UMCG_API ssize_t umcg_sendmsg(int sockfd, const struct msghdr *msg, int flags)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	bool redo;
 	ssize_t r;
 
@@ -679,7 +711,6 @@ UMCG_API ssize_t umcg_sendmsg(int sockfd, const struct msghdr *msg, int flags)
 		if (redo)
 			BLOCKING(r, neg(sendmsg(sockfd, msg, flags)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -703,7 +734,7 @@ static bool accept_ready(int fd, bool *eagain)
 
 UMCG_API int umcg_accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	bool eagain;
 	int r;
 
@@ -713,13 +744,12 @@ UMCG_API int umcg_accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 		r = -EAGAIN;
 	else
 		BLOCKING(r, (int)neg(accept(sockfd, addr, addrlen)));
-	errno = saved;
 	return r;
 }
 
 UMCG_API int umcg_accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	bool eagain;
 	int r;
 
@@ -729,20 +759,18 @@ UMCG_API int umcg_accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen,
 		r = -EAGAIN;
 	else
 		BLOCKING(r, (int)neg(accept4(sockfd, addr, addrlen, flags)));
-	errno = saved;
 	return r;
 }
 
 UMCG_API int umcg_connect(int sockfd, const struct sockaddr *addr, socklen_t addrlen)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	if (!announce() || fd_nonblock(sockfd))
 		r = (int)neg(connect(sockfd, addr, addrlen));
 	else
 		BLOCKING(r, (int)neg(connect(sockfd, addr, addrlen)));
-	errno = saved;
 	return r;
 }
 
@@ -750,25 +778,27 @@ UMCG_API int umcg_connect(int sockfd, const struct sockaddr *addr, socklen_t add
 
 UMCG_API int umcg_poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	r = (int)neg(poll(fds, nfds, announce() ? 0 : timeout));
 	if (r == 0 && timeout != 0 && announce())
 		BLOCKING(r, (int)neg(poll(fds, nfds, timeout)));
-	errno = saved;
 	return r;
 }
 
 /* @sigmask with the kick signal added, in @buf; NULL stays NULL (the
- * thread's own mask, which a region has blocked it in). */
+ * thread's own mask, which a region has blocked it in). Only the bytes the
+ * kernel reads are copied: @sigmask is readable() for those, and the rest of
+ * a sigset_t need not even be mapped. */
 static const sigset_t *mask_with_kick(const sigset_t *sigmask, sigset_t *buf)
 {
 	int sig = umcg__load(&kick_sig, umcg__relaxed);
 
 	if (!sigmask || !sig)
 		return sigmask;
-	*buf = *sigmask;
+	sigemptyset(buf);
+	memcpy(buf, sigmask, KERNEL_SIGSET_SIZE);
 	sigaddset(buf, sig);
 	return buf;
 }
@@ -777,12 +807,27 @@ UMCG_API int umcg_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *
 			const sigset_t *sigmask)
 {
 	struct timespec zero = { 0, 0 }; /* writable: ppoll() may store the time left */
+	struct timespec tmo;
 	const sigset_t *mask;
-	int saved = errno;
+	KEEP_ERRNO;
 	sigset_t buf;
 	int r;
 
-	if (!announce() || (tmo_p && (!timespec_valid(tmo_p) || timespec_zero(tmo_p)))) {
+	/*
+	 * glibc's ppoll() copies *@tmo_p in user space (the system call
+	 * stores the time left in it), so an unreadable one would crash it:
+	 * fail as the system call does, before anything else. The wrapper
+	 * reads it from a copy of its own from then on.
+	 */
+	if (tmo_p) {
+		if (!readable(tmo_p, sizeof(*tmo_p)))
+			return -EFAULT;
+		tmo = *tmo_p;
+		tmo_p = &tmo;
+	}
+	/* Unreadable @sigmask: the plain call fails at once. */
+	if (!announce() || (sigmask && !readable(sigmask, KERNEL_SIGSET_SIZE)) ||
+	    (tmo_p && (!timespec_valid(tmo_p) || timespec_zero(tmo_p)))) {
 		r = (int)neg(ppoll(fds, nfds, tmo_p, sigmask));
 	} else {
 		/* Without @sigmask: a signal it would let in must not end a
@@ -794,19 +839,17 @@ UMCG_API int umcg_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *
 			BLOCKING(r, (int)neg(ppoll(fds, nfds, tmo_p, mask)));
 		}
 	}
-	errno = saved;
 	return r;
 }
 
 UMCG_API int umcg_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	r = (int)neg(epoll_wait(epfd, events, maxevents, announce() ? 0 : timeout));
 	if (r == 0 && timeout != 0 && announce())
 		BLOCKING(r, (int)neg(epoll_wait(epfd, events, maxevents, timeout)));
-	errno = saved;
 	return r;
 }
 
@@ -814,11 +857,12 @@ UMCG_API int umcg_epoll_pwait(int epfd, struct epoll_event *events, int maxevent
 			      const sigset_t *sigmask)
 {
 	const sigset_t *mask;
-	int saved = errno;
+	KEEP_ERRNO;
 	sigset_t buf;
 	int r;
 
-	if (!announce() || timeout == 0) {
+	/* An unreadable @sigmask fails before any event is looked at. */
+	if (!announce() || timeout == 0 || (sigmask && !readable(sigmask, KERNEL_SIGSET_SIZE))) {
 		r = (int)neg(epoll_pwait(epfd, events, maxevents, timeout, sigmask));
 	} else {
 		r = (int)neg(epoll_wait(epfd, events, maxevents, 0));
@@ -827,13 +871,12 @@ UMCG_API int umcg_epoll_pwait(int epfd, struct epoll_event *events, int maxevent
 			BLOCKING(r, (int)neg(epoll_pwait(epfd, events, maxevents, timeout, mask)));
 		}
 	}
-	errno = saved;
 	return r;
 }
 
 UMCG_API pid_t umcg_waitpid(pid_t pid, int *wstatus, int options)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	pid_t r;
 
 	if (!announce() || (options & WNOHANG)) {
@@ -843,7 +886,6 @@ UMCG_API pid_t umcg_waitpid(pid_t pid, int *wstatus, int options)
 		if (r == 0)
 			BLOCKING(r, (pid_t)neg(waitpid(pid, wstatus, options)));
 	}
-	errno = saved;
 	return r;
 }
 
@@ -851,16 +893,16 @@ UMCG_API pid_t umcg_waitpid(pid_t pid, int *wstatus, int options)
 
 UMCG_API int umcg_nanosleep(const struct timespec *req, struct timespec *rem)
 {
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
-	/* A NULL, malformed or zero request: the plain call, which returns at
-	 * once (with EFAULT, EINVAL or 0). */
-	if (!announce() || !req || !timespec_valid(req) || timespec_zero(req))
+	/* A NULL, unreadable, malformed or zero request: the plain call,
+	 * which returns at once (with EFAULT, EINVAL or 0). */
+	if (!announce() || !req || !readable(req, sizeof(*req)) || !timespec_valid(req) ||
+	    timespec_zero(req))
 		r = (int)neg(nanosleep(req, rem));
 	else
 		BLOCKING(r, (int)neg(nanosleep(req, rem)));
-	errno = saved;
 	return r;
 }
 
@@ -869,13 +911,14 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
 {
 	struct timespec now;
 	bool at_once;
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	/* As umcg_nanosleep(); a past deadline, a clock that cannot be read,
 	 * and the thread's CPU clock (which clock_nanosleep() rejects) also
 	 * return at once. */
-	at_once = !announce() || !req || !timespec_valid(req) || clockid == CLOCK_THREAD_CPUTIME_ID;
+	at_once = !announce() || !req || !readable(req, sizeof(*req)) || !timespec_valid(req) ||
+		  clockid == CLOCK_THREAD_CPUTIME_ID;
 	if (!at_once && (flags & TIMER_ABSTIME))
 		at_once = clock_gettime(clockid, &now) || timespec_le(req, &now);
 	else if (!at_once)
@@ -884,7 +927,6 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
 		r = -clock_nanosleep(clockid, flags, req, rem);
 	else
 		BLOCKING(r, -clock_nanosleep(clockid, flags, req, rem));
-	errno = saved;
 	return r;
 }
 
@@ -893,29 +935,33 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
 UMCG_API int umcg_futex_wait(uint32_t *uaddr, uint32_t val, const struct timespec *abs_timeout)
 {
 	struct timespec now;
-	int saved = errno;
+	KEEP_ERRNO;
 	int r;
 
 	if (!uaddr)
 		return -EFAULT;
-	if ((uintptr_t)uaddr % sizeof(*uaddr) || (abs_timeout && !timespec_valid(abs_timeout)))
+	if ((uintptr_t)uaddr % sizeof(*uaddr))
 		return -EINVAL;
+	if (abs_timeout && !readable(abs_timeout, sizeof(*abs_timeout)))
+		return -EFAULT;
+	if (abs_timeout && !timespec_valid(abs_timeout))
+		return -EINVAL;
+	/* The aligned 8 bytes that hold the word lie in its page. */
+	if (!readable((const void *)((uintptr_t)uaddr & ~(uintptr_t)7), 8))
+		return -EFAULT;
 	/* The futex word's protocol belongs to the caller; the kernel compares
 	 * it again under its own lock, so a relaxed look is enough here. */
 	if (umcg__load(uaddr, umcg__relaxed) != val)
 		return -EAGAIN;
 	if (abs_timeout) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (timespec_le(abs_timeout, &now)) {
-			errno = saved;
+		if (timespec_le(abs_timeout, &now))
 			return -ETIMEDOUT;
-		}
 	}
 	if (announce())
 		BLOCKING(r, umcg__futex_wait(uaddr, val, abs_timeout, 0));
 	else
 		r = umcg__futex_wait(uaddr, val, abs_timeout, 0);
-	errno = saved;
 	/* A signal handler ran: to a futex waiter that is a wake-up. */
 	return r == -EINTR ? 0 : r;
 }

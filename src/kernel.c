@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,12 @@
 /* Written once before the release store of the ops pointer in backend.c. */
 static long nr_ctl = -1, nr_wait = -1, nr_kick = -1;
 
+/* strtol() reports overflow only through errno: it is set to 0 for each
+ * number, read, and put back as the caller left it on every way out. */
 static int parse_nrs(const char *s, long out[3])
 {
+	int saved = errno;
+	bool overflow;
 	char *end;
 	int i;
 
@@ -46,7 +51,9 @@ static int parse_nrs(const char *s, long out[3])
 			s++;
 		errno = 0;
 		out[i] = strtol(s, &end, 10);
-		if (end == s || errno || out[i] <= 0 || out[i] > 4095)
+		overflow = errno != 0;
+		errno = saved;
+		if (end == s || overflow || out[i] <= 0 || out[i] > 4095)
 			return -EINVAL;
 		s = end;
 	}

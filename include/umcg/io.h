@@ -69,6 +69,13 @@
  * timeout; most others it restarts under SA_RESTART; see signal(7)). The one exception is
  * umcg_futex_wait(), which reports an interruption as a wake-up (0).
  *
+ * Bad pointers. The wrappers never dereference a pointer the plain call
+ * would have the kernel read (a timeout, a request, a signal mask, a futex
+ * word) before the kernel has said it can read it: an unreadable one gives
+ * -EFAULT, as the system call does, in every thread and on both backends,
+ * never a SIGSEGV (glibc's own ppoll() copies its timeout in user space and
+ * does crash on an unreadable one).
+ *
  * Cancellation. The wrappers of cancellation points are cancellation points.
  * A worker cancelled while BLOCKED in one runs umcg_block_end() as the first
  * step of unwinding, so it goes back to its server (RUNNABLE, then RUNNING)
@@ -429,7 +436,8 @@ UMCG_API pid_t umcg_waitpid(pid_t pid, int *wstatus, int options);
  * @rem: where to store the time left after an interruption, or NULL.
  *
  * Return: 0; -EINTR after a signal of the program (@rem then holds the time
- *  left); -EINVAL for a negative or malformed @req; -EFAULT.
+ *  left); -EINVAL for a negative or malformed @req; -EFAULT for a NULL or
+ *  unreadable @req (or an unwritable @rem after an interruption).
  * Context: any thread; a worker gives its server away while it sleeps.
  */
 UMCG_API int umcg_nanosleep(const struct timespec *req, struct timespec *rem);
@@ -470,7 +478,9 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
  *  caller re-checks its condition, as with every futex wait;
  *  -EAGAIN if *@uaddr != @val; -ETIMEDOUT when the deadline passed;
  *  -EINVAL for a misaligned @uaddr or a malformed @abs_timeout;
- *  -EFAULT for a NULL @uaddr.
+ *  -EFAULT for a NULL or unreadable @uaddr, or an unreadable @abs_timeout
+ *  (checked in the order of this list, with the timeout before the word:
+ *  NULL, alignment, @abs_timeout, the word).
  * Context: any thread; a worker gives its server away while it sleeps.
  */
 UMCG_API int umcg_futex_wait(uint32_t *uaddr, uint32_t val, const struct timespec *abs_timeout);
@@ -483,8 +493,12 @@ UMCG_API int umcg_futex_wait(uint32_t *uaddr, uint32_t val, const struct timespe
  * Never sleeps. A worker woken in umcg_futex_wait() becomes RUNNABLE on its
  * server's list and continues once its server runs it.
  *
- * Return: the number of threads woken; -EINVAL if @nr < 1 or @uaddr is
- *  misaligned; -EFAULT.
+ * A private FUTEX_WAKE finds its waiters by address and never reads the
+ * word, so an address that nobody waits on gives 0 whether or not it is
+ * mapped, NULL included, exactly as the kernel answers; there is no -EFAULT.
+ *
+ * Return: the number of threads woken (0 if none waits on @uaddr); -EINVAL
+ *  if @nr < 1 or @uaddr is misaligned.
  * Context: any thread.
  */
 UMCG_API int umcg_futex_wake(uint32_t *uaddr, int nr);

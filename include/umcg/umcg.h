@@ -228,10 +228,14 @@ UMCG_API int umcg_wait(uint32_t flags, uint64_t abs_timeout);
  * returns. That is how a thread that is not a server wakes a sleeping
  * server: CAS its state RUNNABLE -> RUNNING, then kick it. On the emulation
  * the kick is the signal umcg_kick_signal() sent with tgkill(); a task
- * sleeping inside the library is woken with a futex instead.
+ * sleeping inside the library is woken with a futex instead. That signal
+ * is a standard one, which the kernel sets pending without a queue entry,
+ * so no RLIMIT_SIGPENDING (full by the doing of any process of the same
+ * user) can refuse a kick; kicks sent before the target takes the signal
+ * are served together by the one delivery.
  *
  * Return: 0 on success; -ESRCH if @tid is not a registered UMCG task of this
- *  process; -EINVAL if @flags is not 0.
+ *  process (never for a live one); -EINVAL if @flags is not 0.
  * Context: any thread.
  */
 UMCG_API int umcg_kick(uint32_t flags, pid_t tid);
@@ -254,13 +258,22 @@ UMCG_API int umcg_preempt(struct umcg_task *worker, pid_t tid);
 /**
  * umcg_kick_signal() - the signal the emulation reserves for umcg_kick().
  *
- * The emulation installs its handler on this signal (SIGRTMAX - 1) when the
- * first thread registers. The handler acts only on kicks it sent itself;
- * any other delivery of the signal is passed on to the handler that was
- * installed before (or ignored if there was none). A handler the program
- * installs on this signal afterwards replaces the library's and breaks
- * preemption on the emulation; blocking the signal in a worker delays its
- * preemption until it blocks or yields.
+ * The emulation installs its handler on this signal, SIGURG, when the
+ * first thread registers. It is a standard signal, not a real-time one: a
+ * queued signal can be refused once the user's RLIMIT_SIGPENDING is full,
+ * which another process may do at any time, and preemption would stop;
+ * SIGURG cannot be refused and is ignored by default, so a stray one harms
+ * nothing. Standard signals coalesce, so the handler does not count them: it
+ * serves every kick sent so far at each delivery. A delivery that served
+ * no kick, or that another sender made, is passed on to the handler that
+ * was installed before (or ignored if there was none); a SIGURG of the
+ * program's that arrives while a kick is pending merges with it, as
+ * standard signals do. A handler the program installs on this signal
+ * afterwards replaces the library's and breaks preemption on the emulation;
+ * blocking the signal in a worker delays its preemption until it blocks or
+ * yields. The handler holds off asynchronous cancellation (glibc's
+ * internal signal 32) while it runs: a worker cancelled then is cancelled
+ * once it is back in its own code.
  *
  * Return: the signal number on the emulation; 0 on the kernel backend.
  * Context: any thread.
