@@ -6,10 +6,12 @@
  * Protocol: `active` is written once, under `lock`, with a release store;
  * readers take the fast path with an acquire load that pairs with it, so a
  * reader that sees the pointer also sees `reason`, and everything the
- * backend's detection wrote. `decided_err` records a choice that failed for
+ * backend's detection wrote. A reader that sees NULL takes `lock` and
+ * decides. `decided` and `decided_err` record a choice that failed for
  * good (UMCG_BACKEND=kernel on a kernel without UMCG, or a value that does
- * not parse); it is also published before `decided` with release/acquire.
- * An explicit umcg_backend_select() that fails with -ENOSYS decides nothing.
+ * not parse); they are read and written only under `lock`, which orders
+ * them, so they are plain variables. An explicit umcg_backend_select()
+ * that fails with -ENOSYS decides nothing.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,7 +20,7 @@
 #include <string.h>
 
 #include "atomics.h"
-#include "internal.h"
+#include "backend.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct umcg__backend_ops *active;
@@ -57,14 +59,14 @@ static int choose_locked(enum umcg_backend want, const char *origin)
 
 	if (want == UMCG_BACKEND_EMULATED) {
 		snprintf(reason, sizeof(reason), "%s: emulation requested", origin);
-		__atomic_store_n(&active, &umcg__emulated_ops, umcg__release);
+		umcg__store(&active, &umcg__emulated_ops, umcg__release);
 		return 0;
 	}
 	ret = umcg__kernel_detect(why, sizeof(why));
 	if (ret == 0) {
 		snprintf(reason, sizeof(reason), "%s: %s", origin, why);
 		/* Pairs with the acquire load in umcg__backend(). */
-		__atomic_store_n(&active, &umcg__kernel_ops, umcg__release);
+		umcg__store(&active, &umcg__kernel_ops, umcg__release);
 		return 0;
 	}
 	if (want == UMCG_BACKEND_KERNEL || ret == -EINVAL) {
@@ -72,7 +74,7 @@ static int choose_locked(enum umcg_backend want, const char *origin)
 		return ret;
 	}
 	snprintf(reason, sizeof(reason), "%s: %s; using the emulation", origin, why);
-	__atomic_store_n(&active, &umcg__emulated_ops, umcg__release);
+	umcg__store(&active, &umcg__emulated_ops, umcg__release);
 	return 0;
 }
 
@@ -93,7 +95,7 @@ static void decide_from_env_locked(void)
 			snprintf(reason, sizeof(reason),
 				 "UMCG_BACKEND=%.64s is not one of auto, kernel, emulated", env);
 			decided_err = -EINVAL;
-			__atomic_store_n(&decided, 1, umcg__release);
+			decided = 1;
 			return;
 		}
 	}
@@ -103,13 +105,13 @@ static void decide_from_env_locked(void)
 									 "UMCG_BACKEND=emulated") :
 					  "auto");
 	decided_err = ret;
-	__atomic_store_n(&decided, 1, umcg__release);
+	decided = 1;
 }
 
 const struct umcg__backend_ops *umcg__backend(int *err)
 {
 	/* Pairs with the release stores in choose_locked(). */
-	const struct umcg__backend_ops *ops = __atomic_load_n(&active, umcg__acquire);
+	const struct umcg__backend_ops *ops = umcg__load(&active, umcg__acquire);
 
 	if (ops)
 		return ops;
@@ -140,7 +142,7 @@ UMCG_API int umcg_backend_select(enum umcg_backend backend)
 		ret = choose_locked(backend, "umcg_backend_select()");
 		if (ret == -EINVAL && backend == UMCG_BACKEND_AUTO) {
 			decided_err = ret;
-			__atomic_store_n(&decided, 1, umcg__release);
+			decided = 1;
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -229,7 +231,7 @@ UMCG_API int umcg_preempt(struct umcg_task *worker, pid_t tid)
 	 * kick protocol in emulated.c), and on the kernel the syscall
 	 * boundary does the same.
 	 */
-	old = __atomic_load_n(&worker->state, umcg__relaxed);
+	old = umcg__load(&worker->state, umcg__relaxed);
 	do {
 		if ((old & UMCG_TASK_MASK) != UMCG_TASK_RUNNING)
 			return -EAGAIN;

@@ -94,7 +94,7 @@
 #include <unistd.h>
 
 #include "atomics.h"
-#include "internal.h"
+#include "backend.h"
 #include "registry.h"
 #include "syscall.h"
 #include "trace.h"

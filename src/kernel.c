@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "backend.h"
 #include "syscall.h"
 
 #define SYSFS_NRS "/sys/kernel/umcg/syscalls"

@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "atomics.h"
-#include "internal.h"
+#include "backend.h"
 
 UMCG_API struct umcg_task *umcg_runnable_take(struct umcg_task *server)
 {

@@ -118,7 +118,7 @@
 #include <umcg/runtime.h>
 
 #include "atomics.h"
-#include "internal.h"
+#include "backend.h"
 #include "syscall.h"
 #include "trace.h"
 

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * internal.h - the contract between the front end (backend.c) and the two
+ * backend.h - the contract between the front end (backend.c) and the two
  * implementations of the UMCG ABI (kernel.c, emulated.c).
  *
  * Each backend is one const ops table. backend.c chooses a table once per
  * process and forwards the public calls to it; arguments are validated by
  * the backend, since the order of the checks is part of the ABI.
  */
-#ifndef UMCG_SRC_INTERNAL_H
-#define UMCG_SRC_INTERNAL_H
+#ifndef UMCG_SRC_BACKEND_H
+#define UMCG_SRC_BACKEND_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,6 +16,8 @@
 #include <time.h>
 
 #include <umcg/umcg.h>
+
+#include "atomics.h"
 
 struct umcg__backend_ops {
 	const char *name;
@@ -54,13 +56,12 @@ const struct umcg__backend_ops *umcg__backend(int *err);
  */
 static inline void umcg__runnable_push(struct umcg_task *server, struct umcg_task *w)
 {
-	uint64_t head = __atomic_load_n(&server->runnable_workers_ptr, __ATOMIC_RELAXED);
+	uint64_t head = umcg__load(&server->runnable_workers_ptr, umcg__relaxed);
 
 	do {
-		__atomic_store_n(&w->runnable_workers_ptr, head, __ATOMIC_RELAXED);
-	} while (!__atomic_compare_exchange_n(&server->runnable_workers_ptr, &head,
-					      (uint64_t)(uintptr_t)w, false, __ATOMIC_SEQ_CST,
-					      __ATOMIC_SEQ_CST));
+		umcg__store(&w->runnable_workers_ptr, head, umcg__relaxed);
+	} while (!umcg__cas(&server->runnable_workers_ptr, &head, (uint64_t)(uintptr_t)w,
+			    umcg__seq_cst));
 }
 
 /* Clocks accepted by umcg_ctl() (doc/umcg-abi.md §4 rule 5). */
@@ -69,4 +70,4 @@ static inline bool umcg__clock_valid(clockid_t c)
 	return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC || c == CLOCK_BOOTTIME || c == CLOCK_TAI;
 }
 
-#endif /* UMCG_SRC_INTERNAL_H */
+#endif /* UMCG_SRC_BACKEND_H */
