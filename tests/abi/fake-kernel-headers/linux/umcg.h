@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/fake-kernel-headers/linux/umcg.h - a stand-in for the uapi header
+ * tests/abi/fake-kernel-headers/linux/umcg.h - a stand-in for the uapi header
  * that a kernel built with the UMCG patches installs.
  *
  * Only test-abi-coexist puts this directory on its include path. It mimics

@@ -2,7 +2,7 @@
 /*
  * test_abi_coexist.c - <umcg/umcg.h> next to a kernel's <linux/umcg.h>.
  *
- * Built with -Itests/fake-kernel-headers, whose linux/umcg.h mimics the
+ * Built with -Itests/abi/fake-kernel-headers, whose linux/umcg.h mimics the
  * uapi header of a UMCG kernel: __u32/__u64 fields and the umcg_ctl() flags
  * as an enum. The same file is built twice:
  *  - test-abi-coexist: <linux/umcg.h> first, then <umcg/umcg.h>;
@@ -21,7 +21,7 @@
 #ifndef UMCG_TEST_REVERSE_ORDER
 #include <linux/umcg.h>
 #ifndef _LINUX_UMCG_H
-#error "tests/fake-kernel-headers must come first on the include path"
+#error "tests/abi/fake-kernel-headers must come first on the include path"
 #endif
 #include <umcg/umcg.h>
 #else
