@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/abi/conformance.c - does the active backend implement sections 4-8 of
- * umcg-abi.md, as <umcg/umcg.h> documents them?
+ * tests/abi/conformance.c - does the active backend implement
+ * doc/umcg-abi.md §2-§8 (and §10 rule 5), as <umcg/umcg.h> documents them?
  *
- * One test per numbered rule (ctl_NN_*, wait_NN_*, kick_NN_*, block_07_*),
- * the order of umcg_ctl()'s checks, the runnable-list helpers on lists the
- * backend built, "a failed call changes nothing" for every entry point
- * (misuse_*), and the races a server loop must survive (race_*). Only the
+ * One test or more per numbered rule, named sNrMM_* after §N rule MM,
+ * the order of umcg_ctl()'s checks (s4r11_*), the runnable-list helpers on
+ * lists the backend built, "a failed call changes nothing" for every entry
+ * point (s*_misuse*), and the races a server loop must survive
+ * (s7r07_race_*, s7r08_race_*, s8r04_race_*). Only the
  * public API is used, so the same binary checks the emulation and, on a
  * UMCG kernel, the kernel backend. Where the two are documented to differ
  * (blocking hooks, a timeout across a signal, a syscall that blocks), the

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/abi/conformance_block.c - the conformance suite's "block" tests:
- * section 7 of the ABI: blocking and its hooks (see conformance.c).
+ * doc/umcg-abi.md §7 and §10 rule 5: blocking and its hooks (see
+ * conformance.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -19,7 +20,7 @@
 
 #include "conformance.h"
 
-/* ==== Section 7: blocking =============================================== */
+/* ==== §7 and §10 rule 5: blocking ======================================= */
 
 static void hooks_noop_worker(struct h_worker *w)
 {
@@ -63,7 +64,7 @@ static void check_hooks_are_noops(void)
 		}                                \
 	} while (0)
 
-START_TEST(block_07_begin_wakes_server)
+START_TEST(s7r02_begin_wakes_server)
 {
 	struct h_server *s;
 	struct h_worker *w;
@@ -112,7 +113,7 @@ static void begin_next_b(struct h_worker *w)
 	atomic_store(&w->r[2], (int)h_state(&c->s->task));
 }
 
-START_TEST(block_07_begin_wakes_next)
+START_TEST(s7r02_begin_wakes_next)
 {
 	struct begin_next_ctx c = { 0 };
 
@@ -174,7 +175,7 @@ static void *delayed_writer(void *arg)
 	return NULL;
 }
 
-START_TEST(block_07_end_pushes_and_waits)
+START_TEST(s7r03_end_pushes_and_waits)
 {
 	struct end_ctx c;
 	struct delayed_write dw;
@@ -235,7 +236,7 @@ static void timestamp_worker(struct h_worker *w)
 	atomic_store(&w->r[1], umcg_block_end());
 }
 
-START_TEST(block_07_timestamps)
+START_TEST(s7r01_timestamps)
 {
 	const clockid_t clk = CLOCK_REALTIME;
 	struct ts_ctx c;
@@ -268,7 +269,7 @@ START_TEST(block_07_timestamps)
 }
 END_TEST
 
-START_TEST(block_07_begin_not_worker)
+START_TEST(s10r05_begin_not_worker)
 {
 	struct h_server *s;
 	struct h_snap snap;
@@ -300,7 +301,7 @@ static void end_without_begin_worker(struct h_worker *w)
 	H_ASSERT_UNCHANGED(&snap, "a second umcg_block_end()");
 }
 
-START_TEST(block_07_end_without_begin)
+START_TEST(s10r05_end_without_begin)
 {
 	struct h_server *s;
 	struct h_worker *w;
@@ -328,7 +329,7 @@ static void nested_begin_worker(struct h_worker *w)
 	atomic_store(&w->r[2], umcg_block_end());
 }
 
-START_TEST(block_07_nested_begin)
+START_TEST(s10r05_nested_begin)
 {
 	struct h_server *s;
 	struct h_worker *w;
@@ -361,7 +362,7 @@ static void begin_not_running_worker(struct h_worker *w)
 	atomic_store(&w->r[2], umcg_block_end());
 }
 
-START_TEST(block_07_begin_not_running)
+START_TEST(s10r05_begin_not_running)
 {
 	struct h_server *s;
 	struct h_worker *w;
@@ -386,8 +387,8 @@ static void raw_read_worker(struct h_worker *w)
 	atomic_store(&w->r[0], (int)read(c->fd[0], &ch, 1));
 }
 
-/* The kernel sees a worker sleep in any syscall (section 7). */
-START_TEST(block_07_syscall_wakes_server)
+/* The kernel sees a worker sleep in any syscall (§7 rule 1). */
+START_TEST(s7r01_syscall_wakes_server)
 {
 	struct ts_ctx c;
 	struct h_server *s;
@@ -395,7 +396,7 @@ START_TEST(block_07_syscall_wakes_server)
 	uint64_t t1, bts;
 
 	if (emulated()) {
-		h_skip("block_07_syscall_wakes_server",
+		h_skip("s7r01_syscall_wakes_server",
 		       "the emulation sees only blocking announced by the hooks");
 		return;
 	}
@@ -422,13 +423,13 @@ void conformance_add_block(Suite *s)
 {
 	TCase *tc = tcase(s, "block", 10);
 
-	tcase_add_test(tc, block_07_begin_wakes_server);
-	tcase_add_test(tc, block_07_begin_wakes_next);
-	tcase_add_test(tc, block_07_end_pushes_and_waits);
-	tcase_add_test(tc, block_07_timestamps);
-	tcase_add_test(tc, block_07_begin_not_worker);
-	tcase_add_test(tc, block_07_end_without_begin);
-	tcase_add_test(tc, block_07_nested_begin);
-	tcase_add_test(tc, block_07_begin_not_running);
-	tcase_add_test(tc, block_07_syscall_wakes_server);
+	tcase_add_test(tc, s7r02_begin_wakes_server);
+	tcase_add_test(tc, s7r02_begin_wakes_next);
+	tcase_add_test(tc, s7r03_end_pushes_and_waits);
+	tcase_add_test(tc, s7r01_timestamps);
+	tcase_add_test(tc, s10r05_begin_not_worker);
+	tcase_add_test(tc, s10r05_end_without_begin);
+	tcase_add_test(tc, s10r05_nested_begin);
+	tcase_add_test(tc, s10r05_begin_not_running);
+	tcase_add_test(tc, s7r01_syscall_wakes_server);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/abi/conformance_ctl.c - the conformance suite's "ctl" tests:
- * section 4 of the ABI: umcg_ctl(), registration and its checks in order (see conformance.c).
+ * doc/umcg-abi.md §4: umcg_ctl(), registration and its checks in order
+ * (see conformance.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -19,9 +20,9 @@
 
 #include "conformance.h"
 
-/* ==== Section 4: umcg_ctl() ============================================= */
+/* ==== §4: umcg_ctl() ==================================================== */
 
-START_TEST(ctl_01_misaligned_self)
+START_TEST(s4r01_misaligned_self)
 {
 	static const size_t offs[] = { 1, 4, 8, 16, 32, 63 };
 	unsigned char *buf = h_alloc(256), before[256];
@@ -46,7 +47,7 @@ START_TEST(ctl_01_misaligned_self)
 }
 END_TEST
 
-START_TEST(ctl_02_unknown_flags)
+START_TEST(s4r02_unknown_flags)
 {
 	static const uint32_t bad[] = {
 		0x4,
@@ -79,7 +80,7 @@ START_TEST(ctl_02_unknown_flags)
 }
 END_TEST
 
-START_TEST(ctl_03_unregister_nonnull_self)
+START_TEST(s4r03_unregister_nonnull_self)
 {
 	struct umcg_task *t = server_task_for(h_gettid());
 	struct umcg_task *other = server_task_for(h_gettid());
@@ -97,7 +98,7 @@ START_TEST(ctl_03_unregister_nonnull_self)
 }
 END_TEST
 
-START_TEST(ctl_03_unregister_unregistered)
+START_TEST(s4r03_unregister_unregistered)
 {
 	struct umcg_task *t = server_task_for(h_gettid());
 
@@ -109,7 +110,7 @@ START_TEST(ctl_03_unregister_unregistered)
 }
 END_TEST
 
-START_TEST(ctl_04_register_missing)
+START_TEST(s4r04_register_missing)
 {
 	struct umcg_task *t = server_task_for(h_gettid());
 	struct umcg_task *wt;
@@ -132,7 +133,7 @@ START_TEST(ctl_04_register_missing)
 }
 END_TEST
 
-START_TEST(ctl_05_bad_clock)
+START_TEST(s4r05_bad_clock)
 {
 	static const clockid_t bad[] = {
 		CLOCK_PROCESS_CPUTIME_ID,
@@ -175,7 +176,7 @@ START_TEST(ctl_05_bad_clock)
 }
 END_TEST
 
-START_TEST(ctl_05_valid_clocks)
+START_TEST(s4r05_valid_clocks)
 {
 	static const clockid_t good[] = { CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME,
 					  CLOCK_TAI };
@@ -202,7 +203,7 @@ static void double_register_worker(struct h_worker *w)
 	H_ASSERT_UNCHANGED(&snap, "a worker registering again");
 }
 
-START_TEST(ctl_06_double_register)
+START_TEST(s4r06_double_register)
 {
 	struct umcg_task *t2 = server_task_for(h_gettid());
 	struct umcg_task *wt, *wt2;
@@ -229,7 +230,7 @@ START_TEST(ctl_06_double_register)
 }
 END_TEST
 
-START_TEST(ctl_06_null_self)
+START_TEST(s4r06_null_self)
 {
 	static const clockid_t clocks[] = { CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME,
 					    CLOCK_TAI };
@@ -244,7 +245,7 @@ START_TEST(ctl_06_null_self)
 }
 END_TEST
 
-START_TEST(ctl_07_unreadable_self)
+START_TEST(s4r07_unreadable_self)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	unsigned char *map = mmap(NULL, 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -272,7 +273,7 @@ START_TEST(ctl_07_unreadable_self)
 END_TEST
 
 /*
- * check_zero_field() - check 8 for one field: a task that is valid except
+ * check_zero_field() - §4 rule 8 for one field: a task that is valid except
  * for @poison is refused with -EINVAL, for a server and for a worker.
  */
 static void check_zero_field(void (*poison)(struct umcg_task *t, pid_t tid), const char *what)
@@ -334,25 +335,25 @@ static void poison_zero2(struct umcg_task *t, pid_t tid)
 	t->__zero[2] = 0x100;
 }
 
-START_TEST(ctl_08_nonzero_next_tid)
+START_TEST(s4r08_nonzero_next_tid)
 {
 	check_zero_field(poison_next_self, "next_tid = own tid");
 }
 END_TEST
 
-START_TEST(ctl_08_nonzero_next_tid_other)
+START_TEST(s4r08_nonzero_next_tid_other)
 {
 	check_zero_field(poison_next_one, "next_tid = 1");
 }
 END_TEST
 
-START_TEST(ctl_08_nonzero_hole)
+START_TEST(s4r08_nonzero_hole)
 {
 	check_zero_field(poison_hole, "__hole[0] != 0");
 }
 END_TEST
 
-START_TEST(ctl_08_nonzero_zero)
+START_TEST(s4r08_nonzero_zero)
 {
 	switch (_i) {
 	case 0:
@@ -368,7 +369,7 @@ START_TEST(ctl_08_nonzero_zero)
 }
 END_TEST
 
-START_TEST(ctl_09_server_tid_not_self)
+START_TEST(s4r09_server_tid_not_self)
 {
 	atomic_int release = 0;
 	struct h_server *other = h_server_thread_start(CLK, idle_server, &release);
@@ -406,7 +407,7 @@ START_TEST(ctl_09_server_tid_not_self)
 }
 END_TEST
 
-START_TEST(ctl_09_worker_server_unregistered)
+START_TEST(s4r09_worker_server_unregistered)
 {
 	struct umcg_task *t = h_task_new(), *st = server_task_for(h_gettid());
 	struct h_idle idle;
@@ -436,7 +437,7 @@ START_TEST(ctl_09_worker_server_unregistered)
 }
 END_TEST
 
-START_TEST(ctl_09_worker_server_is_worker)
+START_TEST(s4r09_worker_server_is_worker)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *w = h_worker_start(s->tid, CLK, NULL, NULL);
@@ -452,7 +453,7 @@ START_TEST(ctl_09_worker_server_is_worker)
 }
 END_TEST
 
-START_TEST(ctl_09_worker_server_other_process)
+START_TEST(s4r09_worker_server_other_process)
 {
 	struct h_server *s = h_server_register(CLK);
 	pid_t child = h_fork_sleeper();
@@ -479,7 +480,7 @@ START_TEST(ctl_09_worker_server_other_process)
 }
 END_TEST
 
-START_TEST(ctl_10_worker_state_not_blocked)
+START_TEST(s4r10_worker_state_not_blocked)
 {
 	static const uint32_t bad[] = {
 		UMCG_TASK_NONE,
@@ -510,7 +511,7 @@ START_TEST(ctl_10_worker_state_not_blocked)
 }
 END_TEST
 
-START_TEST(ctl_10_server_state_not_running)
+START_TEST(s4r10_server_state_not_running)
 {
 	static const uint32_t bad[] = {
 		UMCG_TASK_NONE,
@@ -555,10 +556,10 @@ static void user_bits_worker(struct h_worker *w)
 }
 
 /*
- * Check 10 compares the state and flag bits; bits 16-31 belong to user
- * space (section 2) and every transition keeps them.
+ * §4 rule 10 compares the state and flag bits; bits 16-31 belong to user
+ * space, and every transition keeps them (§2 rules 2 and 10).
  */
-START_TEST(ctl_10_user_bits_kept)
+START_TEST(s4r10_user_bits_kept)
 {
 	struct h_server *s = h_server_register_state(CLK, UMCG_TASK_RUNNING | USER_BITS_S);
 	struct h_worker *w;
@@ -581,8 +582,8 @@ START_TEST(ctl_10_user_bits_kept)
 }
 END_TEST
 
-/* The first failing check decides the error (section 4, in order). */
-START_TEST(ctl_check_order)
+/* The first failing check decides the error (§4 rule 11). */
+START_TEST(s4r11_check_order)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	unsigned char *none = mmap(NULL, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -612,7 +613,7 @@ START_TEST(ctl_check_order)
 }
 END_TEST
 
-START_TEST(ctl_07_before_08)
+START_TEST(s4r11_07_before_08)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	unsigned char *map =
@@ -633,7 +634,7 @@ START_TEST(ctl_07_before_08)
 }
 END_TEST
 
-START_TEST(ctl_08_before_09)
+START_TEST(s4r11_08_before_09)
 {
 	struct umcg_task *t = server_task_for(1);
 	struct h_server *s;
@@ -655,7 +656,7 @@ START_TEST(ctl_08_before_09)
 }
 END_TEST
 
-START_TEST(ctl_09_before_10)
+START_TEST(s4r11_09_before_10)
 {
 	struct umcg_task *t = server_task_for(1);
 	struct h_server *s;
@@ -680,7 +681,7 @@ START_TEST(ctl_09_before_10)
 }
 END_TEST
 
-START_TEST(ctl_register_server_returns_at_once)
+START_TEST(s4r12_server_returns_at_once)
 {
 	struct umcg_task *t = server_task_for(0);
 	struct umcg_task *own = server_task_for(h_gettid());
@@ -702,7 +703,7 @@ static void set_flag_worker(struct h_worker *w)
 	atomic_store(&w->r[0], 1);
 }
 
-START_TEST(ctl_register_worker_blocks_until_run)
+START_TEST(s4r13_worker_blocks_until_run)
 {
 	struct h_server *s = h_server_register(CLK);
 	uint64_t t0 = h_now(CLK), t1, rts;
@@ -752,7 +753,7 @@ static void unregister_clears_worker(struct h_worker *w)
 	atomic_store(&w->r[5], ret);
 }
 
-START_TEST(ctl_unregister_clears)
+START_TEST(s4r15_unregister_clears)
 {
 	struct umcg_task *t = server_task_for(h_gettid());
 	struct umcg_task *wt = h_task_new();
@@ -817,7 +818,7 @@ static void unregister_wakes_nobody_worker(struct h_worker *w)
 	atomic_store(&w->r[1], ret);
 }
 
-START_TEST(ctl_unregister_wakes_nobody)
+START_TEST(s4r16_unregister_wakes_nobody)
 {
 	struct wakes_nobody_ctx c = { 0 };
 	struct h_server *s = h_server_register(CLK);
@@ -842,33 +843,33 @@ void conformance_add_ctl(Suite *s)
 {
 	TCase *tc = tcase(s, "ctl", 10);
 
-	tcase_add_test(tc, ctl_01_misaligned_self);
-	tcase_add_test(tc, ctl_02_unknown_flags);
-	tcase_add_test(tc, ctl_03_unregister_nonnull_self);
-	tcase_add_test(tc, ctl_03_unregister_unregistered);
-	tcase_add_test(tc, ctl_04_register_missing);
-	tcase_add_test(tc, ctl_05_bad_clock);
-	tcase_add_test(tc, ctl_05_valid_clocks);
-	tcase_add_test(tc, ctl_06_double_register);
-	tcase_add_test(tc, ctl_06_null_self);
-	tcase_add_test(tc, ctl_07_unreadable_self);
-	tcase_add_test(tc, ctl_08_nonzero_next_tid);
-	tcase_add_test(tc, ctl_08_nonzero_next_tid_other);
-	tcase_add_test(tc, ctl_08_nonzero_hole);
-	tcase_add_loop_test(tc, ctl_08_nonzero_zero, 0, 3);
-	tcase_add_test(tc, ctl_09_server_tid_not_self);
-	tcase_add_test(tc, ctl_09_worker_server_unregistered);
-	tcase_add_test(tc, ctl_09_worker_server_is_worker);
-	tcase_add_test(tc, ctl_09_worker_server_other_process);
-	tcase_add_test(tc, ctl_10_worker_state_not_blocked);
-	tcase_add_test(tc, ctl_10_server_state_not_running);
-	tcase_add_test(tc, ctl_10_user_bits_kept);
-	tcase_add_test(tc, ctl_check_order);
-	tcase_add_test(tc, ctl_07_before_08);
-	tcase_add_test(tc, ctl_08_before_09);
-	tcase_add_test(tc, ctl_09_before_10);
-	tcase_add_test(tc, ctl_register_server_returns_at_once);
-	tcase_add_test(tc, ctl_register_worker_blocks_until_run);
-	tcase_add_test(tc, ctl_unregister_clears);
-	tcase_add_test(tc, ctl_unregister_wakes_nobody);
+	tcase_add_test(tc, s4r01_misaligned_self);
+	tcase_add_test(tc, s4r02_unknown_flags);
+	tcase_add_test(tc, s4r03_unregister_nonnull_self);
+	tcase_add_test(tc, s4r03_unregister_unregistered);
+	tcase_add_test(tc, s4r04_register_missing);
+	tcase_add_test(tc, s4r05_bad_clock);
+	tcase_add_test(tc, s4r05_valid_clocks);
+	tcase_add_test(tc, s4r06_double_register);
+	tcase_add_test(tc, s4r06_null_self);
+	tcase_add_test(tc, s4r07_unreadable_self);
+	tcase_add_test(tc, s4r08_nonzero_next_tid);
+	tcase_add_test(tc, s4r08_nonzero_next_tid_other);
+	tcase_add_test(tc, s4r08_nonzero_hole);
+	tcase_add_loop_test(tc, s4r08_nonzero_zero, 0, 3);
+	tcase_add_test(tc, s4r09_server_tid_not_self);
+	tcase_add_test(tc, s4r09_worker_server_unregistered);
+	tcase_add_test(tc, s4r09_worker_server_is_worker);
+	tcase_add_test(tc, s4r09_worker_server_other_process);
+	tcase_add_test(tc, s4r10_worker_state_not_blocked);
+	tcase_add_test(tc, s4r10_server_state_not_running);
+	tcase_add_test(tc, s4r10_user_bits_kept);
+	tcase_add_test(tc, s4r11_check_order);
+	tcase_add_test(tc, s4r11_07_before_08);
+	tcase_add_test(tc, s4r11_08_before_09);
+	tcase_add_test(tc, s4r11_09_before_10);
+	tcase_add_test(tc, s4r12_server_returns_at_once);
+	tcase_add_test(tc, s4r13_worker_blocks_until_run);
+	tcase_add_test(tc, s4r15_unregister_clears);
+	tcase_add_test(tc, s4r16_unregister_wakes_nobody);
 }

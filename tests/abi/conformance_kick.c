@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/abi/conformance_kick.c - the conformance suite's "kick" tests:
- * sections 6 and 8 of the ABI: umcg_kick() and preemption (see conformance.c).
+ * doc/umcg-abi.md §6 and §8: umcg_kick() and preemption (see
+ * conformance.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -19,9 +20,9 @@
 
 #include "conformance.h"
 
-/* ==== Section 6 and 8: umcg_kick(), preemption ========================== */
+/* ==== §6 and §8: umcg_kick(), preemption ================================ */
 
-START_TEST(kick_06_esrch)
+START_TEST(s6r01_esrch)
 {
 	struct umcg_task *t = server_task_for(h_gettid());
 	pid_t child = h_fork_sleeper();
@@ -50,7 +51,7 @@ START_TEST(kick_06_esrch)
 }
 END_TEST
 
-START_TEST(kick_06_bad_flags)
+START_TEST(s6r02_bad_flags)
 {
 	static const uint32_t bad[] = { 1, UMCG_TF_PREEMPT, 0x80000000U };
 	struct h_server *s = h_server_register(CLK);
@@ -108,7 +109,7 @@ static void *noop_kicker(void *arg)
 	return NULL;
 }
 
-START_TEST(kick_06_no_preempt_is_noop)
+START_TEST(s6r05_no_preempt_is_noop)
 {
 	struct kick_ctx c = { 0 };
 	pthread_t th;
@@ -158,7 +159,7 @@ static void preempt_loop(struct h_server *s, struct h_worker *w, int n, bool hel
 	}
 }
 
-START_TEST(kick_06_preempt)
+START_TEST(s6r04_preempt)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *w = h_worker_start(s->tid, CLK, spin_until_stopped, NULL);
@@ -170,7 +171,7 @@ START_TEST(kick_06_preempt)
 }
 END_TEST
 
-START_TEST(kick_08_umcg_preempt_helper)
+START_TEST(s8r03_umcg_preempt_helper)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *w = h_worker_start(s->tid, CLK, spin_until_stopped, NULL);
@@ -218,7 +219,7 @@ static void *remote_preempter(void *arg)
 	return NULL;
 }
 
-START_TEST(kick_from_unregistered_thread)
+START_TEST(s6r03_from_unregistered_thread)
 {
 	struct kick_ctx c = { 0 };
 	pthread_t th;
@@ -245,10 +246,10 @@ void conformance_add_kick(Suite *s)
 {
 	TCase *tc = tcase(s, "kick", 20);
 
-	tcase_add_test(tc, kick_06_esrch);
-	tcase_add_test(tc, kick_06_bad_flags);
-	tcase_add_test(tc, kick_06_no_preempt_is_noop);
-	tcase_add_test(tc, kick_06_preempt);
-	tcase_add_test(tc, kick_08_umcg_preempt_helper);
-	tcase_add_test(tc, kick_from_unregistered_thread);
+	tcase_add_test(tc, s6r01_esrch);
+	tcase_add_test(tc, s6r02_bad_flags);
+	tcase_add_test(tc, s6r05_no_preempt_is_noop);
+	tcase_add_test(tc, s6r04_preempt);
+	tcase_add_test(tc, s8r03_umcg_preempt_helper);
+	tcase_add_test(tc, s6r03_from_unregistered_thread);
 }

@@ -21,7 +21,7 @@
 
 /* ==== Runnable-list helpers on lists the backend built ================== */
 
-START_TEST(list_take_empty)
+START_TEST(s3r08_take_empty)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct umcg_task *fake = h_task_new(), *elem = h_task_new();
@@ -38,7 +38,7 @@ START_TEST(list_take_empty)
 }
 END_TEST
 
-START_TEST(list_lifo_order)
+START_TEST(s3r06_lifo_order)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *w[4];
@@ -90,7 +90,7 @@ static void yield_once_worker(struct h_worker *w)
 	atomic_store(&w->r[0], h_yield(w));
 }
 
-START_TEST(list_sort_oldest_yields)
+START_TEST(s3r07_sort_oldest_yields)
 {
 	static const int order[3] = { 2, 0, 1 };
 	struct h_server *s = h_server_register(CLK);
@@ -175,7 +175,7 @@ static void check_sort(size_t n, const uint64_t *ts)
 	free(tasks);
 }
 
-START_TEST(list_sort_oldest_synthetic)
+START_TEST(s3r07_sort_oldest_synthetic)
 {
 	static const uint64_t seven[7] = { 5, 3, 3, 9, 1, 3, 9 };
 	static const uint64_t same[5] = { 4, 4, 4, 4, 4 };
@@ -201,7 +201,7 @@ START_TEST(list_sort_oldest_synthetic)
 }
 END_TEST
 
-START_TEST(list_count)
+START_TEST(s3r07_count)
 {
 	struct umcg_task *tasks = aligned_alloc(UMCG_TASK_ALIGN, 1000 * sizeof(*tasks));
 	uint64_t *ts = calloc(1000, sizeof(*ts));
@@ -221,9 +221,9 @@ void conformance_add_list(Suite *s)
 {
 	TCase *tc = tcase(s, "list", 10);
 
-	tcase_add_test(tc, list_take_empty);
-	tcase_add_test(tc, list_lifo_order);
-	tcase_add_test(tc, list_sort_oldest_yields);
-	tcase_add_test(tc, list_sort_oldest_synthetic);
-	tcase_add_test(tc, list_count);
+	tcase_add_test(tc, s3r08_take_empty);
+	tcase_add_test(tc, s3r06_lifo_order);
+	tcase_add_test(tc, s3r07_sort_oldest_yields);
+	tcase_add_test(tc, s3r07_sort_oldest_synthetic);
+	tcase_add_test(tc, s3r07_count);
 }

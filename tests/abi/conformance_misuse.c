@@ -21,7 +21,7 @@
 
 /* ==== Misuse: documented errno and no state changed ===================== */
 
-START_TEST(misuse_ctl)
+START_TEST(s4r14_misuse)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *w = h_worker_start(s->tid, CLK, NULL, NULL);
@@ -97,7 +97,7 @@ static void *wait_unregistered(void *arg)
 	return NULL;
 }
 
-START_TEST(misuse_wait)
+START_TEST(s5r09_misuse)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *p = h_worker_start(s->tid, CLK, NULL, NULL);
@@ -133,7 +133,7 @@ static void kick_sleeping_server_worker(struct h_worker *w)
 	H_ASSERT_UNCHANGED(&snap, "kicking a sleeping server");
 }
 
-START_TEST(misuse_kick)
+START_TEST(s6r02_misuse)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *p = h_worker_start(s->tid, CLK, NULL, NULL);
@@ -169,7 +169,7 @@ static void preempt_self_worker(struct h_worker *w)
 	H_ASSERT_UNCHANGED(&snap, "umcg_preempt() of a bad tid");
 }
 
-START_TEST(misuse_preempt)
+START_TEST(s8r03_misuse)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *p = h_worker_start(s->tid, CLK, NULL, NULL);
@@ -204,7 +204,7 @@ START_TEST(misuse_preempt)
 }
 END_TEST
 
-START_TEST(misuse_runnable_take_null)
+START_TEST(s3r08_misuse_take_null)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *p = h_worker_start(s->tid, CLK, NULL, NULL);
@@ -223,9 +223,9 @@ void conformance_add_misuse(Suite *s)
 {
 	TCase *tc = tcase(s, "misuse", 10);
 
-	tcase_add_test(tc, misuse_ctl);
-	tcase_add_test(tc, misuse_wait);
-	tcase_add_test(tc, misuse_kick);
-	tcase_add_test(tc, misuse_preempt);
-	tcase_add_test(tc, misuse_runnable_take_null);
+	tcase_add_test(tc, s4r14_misuse);
+	tcase_add_test(tc, s5r09_misuse);
+	tcase_add_test(tc, s6r02_misuse);
+	tcase_add_test(tc, s8r03_misuse);
+	tcase_add_test(tc, s3r08_misuse_take_null);
 }

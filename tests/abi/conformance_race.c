@@ -51,7 +51,7 @@ static void random_yield_worker(struct h_worker *w)
  * then spends a random few microseconds between its take and its wait (as
  * a real policy would), so the yield often lands inside that window.
  */
-START_TEST(race_wakeup_between_take_and_wait)
+START_TEST(s7r07_race_wakeup_between_take_and_wait)
 {
 	const unsigned long n = 20000UL * h_stress();
 	struct race_ctx c = { 0 };
@@ -65,7 +65,8 @@ START_TEST(race_wakeup_between_take_and_wait)
 	c.s = h_server_register(CLK);
 	w = h_worker_start(c.s->tid, CLK, random_yield_worker, NULL);
 	counters[0] = &c.iteration;
-	wd = h_watchdog_start("race_wakeup_between_take_and_wait", counters, 1, &c.iteration, 2000);
+	wd = h_watchdog_start("s7r07_race_wakeup_between_take_and_wait", counters, 1, &c.iteration,
+			      2000);
 	while (atomic_load(&c.iteration) < n) {
 		struct h_worker *next = NULL;
 		uint64_t deadline = 0;
@@ -115,7 +116,7 @@ START_TEST(race_wakeup_between_take_and_wait)
 	}
 	atomic_store(&w->stop, 1);
 	h_watchdog_stop(wd);
-	printf("race_wakeup_between_take_and_wait: %lu iterations, %lu runs, %lu -EAGAIN, "
+	printf("s7r07_race_wakeup_between_take_and_wait: %lu iterations, %lu runs, %lu -EAGAIN, "
 	       "%lu -ETIMEDOUT, %lu yields, %lu wake-ups with an empty list\n",
 	       n, ran, eagain, timedout, atomic_load(&w->progress), empty);
 	ck_assert_uint_gt(ran, 0);
@@ -141,7 +142,7 @@ static void pingpong_worker(struct h_worker *w)
 	}
 }
 
-START_TEST(race_yield_pingpong)
+START_TEST(s7r08_race_yield_pingpong)
 {
 	const unsigned long n = 20000UL * h_stress();
 	struct race_ctx c = { 0 };
@@ -161,7 +162,7 @@ START_TEST(race_yield_pingpong)
 	for (i = 0; i < c.nw; i++)
 		h_server_wait_listed(c.s, c.w[i]);
 	counters[0] = &c.iteration;
-	wd = h_watchdog_start("race_yield_pingpong", counters, 1, &c.iteration, 2000);
+	wd = h_watchdog_start("s7r08_race_yield_pingpong", counters, 1, &c.iteration, 2000);
 	while (atomic_load(&c.iteration) < n) {
 		struct h_worker *next = NULL;
 		bool consumed;
@@ -190,7 +191,7 @@ START_TEST(race_yield_pingpong)
 	for (i = 0; i < c.nw; i++)
 		atomic_store(&c.w[i]->stop, 1);
 	h_watchdog_stop(wd);
-	printf("race_yield_pingpong: %lu switches, %lu -EAGAIN, %lu/%lu/%lu runs\n", n,
+	printf("s7r08_race_yield_pingpong: %lu switches, %lu -EAGAIN, %lu/%lu/%lu runs\n", n,
 	       c.s->eagains, atomic_load(&c.w[0]->progress), atomic_load(&c.w[1]->progress),
 	       atomic_load(&c.w[2]->progress));
 	for (i = 0; i < c.nw; i++)
@@ -215,7 +216,7 @@ static void kick_or_yield_worker(struct h_worker *w)
 	}
 }
 
-START_TEST(race_kick_vs_yield)
+START_TEST(s8r04_race_kick_vs_yield)
 {
 	const unsigned long n = 4000UL * h_stress();
 	struct race_ctx c = { 0 };
@@ -231,7 +232,7 @@ START_TEST(race_kick_vs_yield)
 	counters[0] = &c.iteration;
 	counters[1] = &c.w[0]->progress;
 	counters[2] = &c.w[1]->progress;
-	wd = h_watchdog_start("race_kick_vs_yield", counters, 3, &c.iteration, 2000);
+	wd = h_watchdog_start("s8r04_race_kick_vs_yield", counters, 3, &c.iteration, 2000);
 	while (atomic_load(&c.iteration) < n) {
 		struct h_worker *next = NULL;
 		bool consumed;
@@ -273,8 +274,8 @@ START_TEST(race_kick_vs_yield)
 	for (i = 0; i < c.nw; i++)
 		atomic_store(&c.w[i]->stop, 1);
 	h_watchdog_stop(wd);
-	printf("race_kick_vs_yield: %lu decisions, %lu preemptions, %lu yields, %lu/%lu loops\n", n,
-	       preempts, atomic_load(&c.yields), atomic_load(&c.w[0]->progress),
+	printf("s8r04_race_kick_vs_yield: %lu decisions, %lu preemptions, %lu yields, %lu/%lu loops\n",
+	       n, preempts, atomic_load(&c.yields), atomic_load(&c.w[0]->progress),
 	       atomic_load(&c.w[1]->progress));
 	ck_assert_uint_gt(preempts, 0);
 	ck_assert_uint_gt(atomic_load(&c.yields), 0);
@@ -287,7 +288,7 @@ void conformance_add_race(Suite *s)
 {
 	TCase *tc = tcase(s, "race", 60.0 * h_stress());
 
-	tcase_add_test(tc, race_wakeup_between_take_and_wait);
-	tcase_add_test(tc, race_yield_pingpong);
-	tcase_add_test(tc, race_kick_vs_yield);
+	tcase_add_test(tc, s7r07_race_wakeup_between_take_and_wait);
+	tcase_add_test(tc, s7r08_race_yield_pingpong);
+	tcase_add_test(tc, s8r04_race_kick_vs_yield);
 }

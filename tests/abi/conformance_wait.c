@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/abi/conformance_wait.c - the conformance suite's "wait" tests:
- * section 5 of the ABI: umcg_wait() (see conformance.c).
+ * doc/umcg-abi.md §5: umcg_wait() (see conformance.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -19,9 +19,9 @@
 
 #include "conformance.h"
 
-/* ==== Section 5: umcg_wait() ============================================ */
+/* ==== §5: umcg_wait() =================================================== */
 
-START_TEST(wait_01_unregistered)
+START_TEST(s5r01_unregistered)
 {
 	struct umcg_task *t = server_task_for(h_gettid());
 
@@ -51,7 +51,7 @@ static void bad_flags_worker(struct h_worker *w)
 		"could not set the worker RUNNING again");
 }
 
-START_TEST(wait_01_bad_flags)
+START_TEST(s5r01_bad_flags)
 {
 	static const uint32_t bad[] = { 1, 2, UMCG_TF_COND_WAIT, 0x80000000U };
 	struct h_server *s = h_server_register(CLK);
@@ -96,7 +96,7 @@ static void erange_worker(struct h_worker *w)
 		"could not set the worker RUNNING again");
 }
 
-START_TEST(wait_02_worker_timeout_erange)
+START_TEST(s5r02_worker_timeout_erange)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *w = h_worker_start(s->tid, CLK, erange_worker, s);
@@ -148,7 +148,7 @@ static void server_tid_esrch_worker(struct h_worker *w)
 	}
 }
 
-START_TEST(wait_03_server_tid_esrch)
+START_TEST(s5r03_server_tid_esrch)
 {
 	struct esrch_ctx c;
 	struct h_idle idle;
@@ -192,7 +192,7 @@ static void next_tid_esrch_worker(struct h_worker *w)
 	}
 }
 
-START_TEST(wait_03_next_tid_esrch)
+START_TEST(s5r03_next_tid_esrch)
 {
 	struct esrch_ctx c;
 	struct h_idle idle;
@@ -242,7 +242,7 @@ static void running_wait_worker(struct h_worker *w)
 	H_ASSERT_UNCHANGED(&snap, "a RUNNING worker's umcg_wait()");
 }
 
-START_TEST(wait_04_not_runnable_eagain)
+START_TEST(s5r04_not_runnable_eagain)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *w;
@@ -287,7 +287,7 @@ static void stamp_observer_worker(struct h_worker *w)
 	atomic_store(&c->seen_at, h_now(c->s->clock));
 }
 
-START_TEST(wait_04_clears_cond_wait_and_stamps)
+START_TEST(s5r04_clears_cond_wait_and_stamps)
 {
 	struct stamp_ctx c = { 0 };
 	struct h_worker *w;
@@ -336,7 +336,7 @@ static void yield_thrice_worker(struct h_worker *w)
 	}
 }
 
-START_TEST(wait_05_worker_pushes_self)
+START_TEST(s5r05_worker_pushes_self)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct yield_ctx c = { 0 };
@@ -364,7 +364,7 @@ START_TEST(wait_05_worker_pushes_self)
 }
 END_TEST
 
-START_TEST(wait_05_worker_wakes_server)
+START_TEST(s5r05_worker_wakes_server)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct yield_ctx c = { 0 };
@@ -413,7 +413,7 @@ static void handoff_b(struct h_worker *w)
 	atomic_store(&w->r[2], (int)h_state(&c->s->task));
 }
 
-START_TEST(wait_05_worker_wakes_next)
+START_TEST(s5r05_worker_wakes_next)
 {
 	struct handoff_ctx c = { 0 };
 	int ret;
@@ -459,8 +459,8 @@ static void fallback_worker(struct h_worker *w)
 	h_store(&w->task.next_tid, 0U);
 }
 
-/* Decision documented in umcg.h: a worker's unusable next_tid falls back. */
-START_TEST(wait_05_worker_next_not_runnable)
+/* §5 rule 5, §11 rule 1: a worker's unusable next_tid falls back. */
+START_TEST(s5r05_worker_next_not_runnable)
 {
 	atomic_int release = 0;
 	struct h_server *other = h_server_thread_start(CLK, idle_server, &release);
@@ -508,7 +508,7 @@ static void run_observer_worker(struct h_worker *w)
 	}
 }
 
-START_TEST(wait_06_server_wakes_next)
+START_TEST(s5r06_server_wakes_next)
 {
 	struct run_obs_ctx c = { 0 };
 	struct h_worker *w;
@@ -526,7 +526,7 @@ START_TEST(wait_06_server_wakes_next)
 }
 END_TEST
 
-START_TEST(wait_07_next_consumed)
+START_TEST(s5r07_next_consumed)
 {
 	struct h_server *s = h_server_register(CLK);
 	struct h_worker *w = h_worker_start(s->tid, CLK, spin_until_stopped, NULL);
@@ -593,7 +593,7 @@ static void expect_next_eagain(struct h_server *s, struct umcg_task *target, pid
 	h_store(&s->task.next_tid, 0U);
 }
 
-START_TEST(wait_07_next_not_runnable_eagain)
+START_TEST(s5r07_next_not_runnable_eagain)
 {
 	atomic_int release = 0;
 	struct h_server *idle = h_server_thread_start(CLK, idle_server, &release);
@@ -656,31 +656,31 @@ static void check_timeout(clockid_t clk)
 	}
 }
 
-START_TEST(wait_08_timeout_realtime)
+START_TEST(s5r08_timeout_realtime)
 {
 	check_timeout(CLOCK_REALTIME);
 }
 END_TEST
 
-START_TEST(wait_08_timeout_monotonic)
+START_TEST(s5r08_timeout_monotonic)
 {
 	check_timeout(CLOCK_MONOTONIC);
 }
 END_TEST
 
-START_TEST(wait_08_timeout_boottime)
+START_TEST(s5r08_timeout_boottime)
 {
 	check_timeout(CLOCK_BOOTTIME);
 }
 END_TEST
 
-START_TEST(wait_08_timeout_tai)
+START_TEST(s5r08_timeout_tai)
 {
 	check_timeout(CLOCK_TAI);
 }
 END_TEST
 
-START_TEST(wait_08_past_deadline)
+START_TEST(s5r08_past_deadline)
 {
 	static const clockid_t clocks[] = { CLOCK_REALTIME, CLOCK_MONOTONIC };
 	clockid_t clk = clocks[_i];
@@ -702,7 +702,7 @@ START_TEST(wait_08_past_deadline)
 END_TEST
 
 static atomic_int sig_count;
-/* For wait_08_timeout_survives_signal: signals handled before a deadline. */
+/* For s5r08_timeout_survives_signal: signals handled before a deadline. */
 static clockid_t sig_clock = CLK;
 static _Atomic uint64_t sig_deadline;
 static atomic_int sig_before_deadline;
@@ -771,13 +771,13 @@ static void check_signal_during_wait(int sa_flags)
 	ck_assert_state(&c.s->task, UMCG_TASK_RUNNING);
 }
 
-START_TEST(wait_08_signal_does_not_end_wait)
+START_TEST(s5r08_signal_does_not_end_wait)
 {
 	check_signal_during_wait(SA_RESTART);
 }
 END_TEST
 
-START_TEST(wait_08_signal_does_not_end_wait_norestart)
+START_TEST(s5r08_signal_does_not_end_wait_norestart)
 {
 	check_signal_during_wait(0);
 }
@@ -806,7 +806,7 @@ static void *signaller_main(void *arg)
 	}
 }
 
-START_TEST(wait_08_timeout_survives_signal)
+START_TEST(s5r08_timeout_survives_signal)
 {
 	int flags = _i ? SA_RESTART : 0;
 	struct signaller sg = { .every_us = 20000 };
@@ -816,7 +816,7 @@ START_TEST(wait_08_timeout_survives_signal)
 	int ret;
 
 	if (!emulated()) {
-		h_skip("wait_08_timeout_survives_signal",
+		h_skip("s5r08_timeout_survives_signal",
 		       "the kernel may drop a timeout when a signal interrupts the wait");
 		return;
 	}
@@ -846,26 +846,26 @@ void conformance_add_wait(Suite *s)
 {
 	TCase *tc = tcase(s, "wait", 10);
 
-	tcase_add_test(tc, wait_01_unregistered);
-	tcase_add_test(tc, wait_01_bad_flags);
-	tcase_add_test(tc, wait_02_worker_timeout_erange);
-	tcase_add_test(tc, wait_03_server_tid_esrch);
-	tcase_add_test(tc, wait_03_next_tid_esrch);
-	tcase_add_test(tc, wait_04_not_runnable_eagain);
-	tcase_add_test(tc, wait_04_clears_cond_wait_and_stamps);
-	tcase_add_test(tc, wait_05_worker_pushes_self);
-	tcase_add_test(tc, wait_05_worker_wakes_server);
-	tcase_add_test(tc, wait_05_worker_wakes_next);
-	tcase_add_test(tc, wait_05_worker_next_not_runnable);
-	tcase_add_test(tc, wait_06_server_wakes_next);
-	tcase_add_test(tc, wait_07_next_consumed);
-	tcase_add_test(tc, wait_07_next_not_runnable_eagain);
-	tcase_add_test(tc, wait_08_timeout_realtime);
-	tcase_add_test(tc, wait_08_timeout_monotonic);
-	tcase_add_test(tc, wait_08_timeout_boottime);
-	tcase_add_test(tc, wait_08_timeout_tai);
-	tcase_add_loop_test(tc, wait_08_past_deadline, 0, 2);
-	tcase_add_test(tc, wait_08_signal_does_not_end_wait);
-	tcase_add_test(tc, wait_08_signal_does_not_end_wait_norestart);
-	tcase_add_loop_test(tc, wait_08_timeout_survives_signal, 0, 2);
+	tcase_add_test(tc, s5r01_unregistered);
+	tcase_add_test(tc, s5r01_bad_flags);
+	tcase_add_test(tc, s5r02_worker_timeout_erange);
+	tcase_add_test(tc, s5r03_server_tid_esrch);
+	tcase_add_test(tc, s5r03_next_tid_esrch);
+	tcase_add_test(tc, s5r04_not_runnable_eagain);
+	tcase_add_test(tc, s5r04_clears_cond_wait_and_stamps);
+	tcase_add_test(tc, s5r05_worker_pushes_self);
+	tcase_add_test(tc, s5r05_worker_wakes_server);
+	tcase_add_test(tc, s5r05_worker_wakes_next);
+	tcase_add_test(tc, s5r05_worker_next_not_runnable);
+	tcase_add_test(tc, s5r06_server_wakes_next);
+	tcase_add_test(tc, s5r07_next_consumed);
+	tcase_add_test(tc, s5r07_next_not_runnable_eagain);
+	tcase_add_test(tc, s5r08_timeout_realtime);
+	tcase_add_test(tc, s5r08_timeout_monotonic);
+	tcase_add_test(tc, s5r08_timeout_boottime);
+	tcase_add_test(tc, s5r08_timeout_tai);
+	tcase_add_loop_test(tc, s5r08_past_deadline, 0, 2);
+	tcase_add_test(tc, s5r08_signal_does_not_end_wait);
+	tcase_add_test(tc, s5r08_signal_does_not_end_wait_norestart);
+	tcase_add_loop_test(tc, s5r08_timeout_survives_signal, 0, 2);
 }

@@ -111,7 +111,7 @@ START_TEST(test_library_calls_with_kernel_type)
 	struct umcg_task t;
 	int ret;
 
-	/* Check 1 of umcg_ctl(): a misaligned task is refused first. */
+	/* §4 rule 1: a misaligned task is refused first. */
 	ck_assert_int_eq(umcg_ctl(server_flags, (struct umcg_task *)(void *)(buf + 8),
 				  CLOCK_MONOTONIC),
 			 -EINVAL);
