@@ -11,7 +11,7 @@
  *  - a server's loop (h_server_run()) stores RUNNABLE|TF_COND_WAIT, then
  *    takes its list, then calls umcg_wait(); the library's seq_cst take
  *    pairs with the pushers' CAS (list.c), so a push is either taken here
- *    or turns the umcg_wait() into -EAGAIN (umcg-abi section 7);
+ *    or turns the umcg_wait() into -EAGAIN (doc/umcg-abi.md §7 rule 7);
  *  - a worker is on a list only while RUNNABLE (h_server_collect() fails
  *    the test otherwise) and the list holds only workers of this test;
  *  - a failed call changes no task (h_snap_same()).

@@ -288,7 +288,7 @@ void h_server_requeue(struct h_server *s, struct h_worker *w);
 bool h_server_queued(const struct h_server *s, const struct h_worker *w);
 
 /*
- * h_server_run() - the server loop of umcg-abi section 7 until @w has run:
+ * h_server_run() - the server loop of doc/umcg-abi.md §7 rule 8 until @w has run:
  * RUNNABLE|TF_COND_WAIT, take the list, pick @w if it is queued, umcg_wait.
  * With @slice_ns the wait that runs @w has a deadline @slice_ns ahead.
  * Before a wait that runs @w, every queued worker has fallen asleep (see

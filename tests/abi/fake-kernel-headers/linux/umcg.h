@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/fake-kernel-headers/linux/umcg.h - a stand-in for the uapi header
+ * tests/abi/fake-kernel-headers/linux/umcg.h - a stand-in for the uapi header
  * that a kernel built with the UMCG patches installs.
  *
  * Only test-abi-coexist puts this directory on its include path. It mimics
@@ -9,7 +9,7 @@
  * types (__u32, __u64, which differ from uint64_t on LP64: unsigned long
  * long against unsigned long), and the umcg_ctl() flags are an enum rather
  * than macros, so that nothing in <umcg/abi.h> or <umcg/umcg.h> may test
- * them with #if. The values and layout are those of umcg-abi.md section 2;
+ * them with #if. The values and layout are those of doc/umcg-abi.md §2;
  * if libumcg's static asserts accept this header, they accept the real one.
  */
 #ifndef _LINUX_UMCG_H

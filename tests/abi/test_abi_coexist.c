@@ -2,7 +2,7 @@
 /*
  * test_abi_coexist.c - <umcg/umcg.h> next to a kernel's <linux/umcg.h>.
  *
- * Built with -Itests/fake-kernel-headers, whose linux/umcg.h mimics the
+ * Built with -Itests/abi/fake-kernel-headers, whose linux/umcg.h mimics the
  * uapi header of a UMCG kernel: __u32/__u64 fields and the umcg_ctl() flags
  * as an enum. The same file is built twice:
  *  - test-abi-coexist: <linux/umcg.h> first, then <umcg/umcg.h>;
@@ -21,7 +21,7 @@
 #ifndef UMCG_TEST_REVERSE_ORDER
 #include <linux/umcg.h>
 #ifndef _LINUX_UMCG_H
-#error "tests/fake-kernel-headers must come first on the include path"
+#error "tests/abi/fake-kernel-headers must come first on the include path"
 #endif
 #include <umcg/umcg.h>
 #else
@@ -111,7 +111,7 @@ START_TEST(test_library_calls_with_kernel_type)
 	struct umcg_task t;
 	int ret;
 
-	/* Check 1 of umcg_ctl(): a misaligned task is refused first. */
+	/* §4 rule 1: a misaligned task is refused first. */
 	ck_assert_int_eq(umcg_ctl(server_flags, (struct umcg_task *)(void *)(buf + 8),
 				  CLOCK_MONOTONIC),
 			 -EINVAL);

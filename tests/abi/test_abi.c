@@ -5,7 +5,7 @@
  * The header already checks most of this with static asserts; this program
  * checks it again where a static assert cannot look (real addresses of
  * automatic, static and heap objects, array strides, field sizes) and pins
- * every constant to the value of umcg-abi.md section 2, so that a change to
+ * every constant to the value of doc/umcg-abi.md §2 rules 1-5, so that a change to
  * the header shows up as a named failing test rather than as a build error
  * somewhere else.
  *

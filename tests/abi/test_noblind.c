@@ -346,7 +346,7 @@ static void exercise(void)
 	ck_assert_int_eq(pthread_create(&th, NULL, worker_main, &w), 0);
 
 	for (;;) {
-		/* umcg-abi.md section 7. */
+		/* doc/umcg-abi.md §7 rules 7-8. */
 		atomic_store_explicit(h_atomic(&server_task.state),
 				      UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT, memory_order_seq_cst);
 		if (umcg_runnable_take(&server_task)) {
@@ -380,7 +380,7 @@ static void exercise(void)
 		if (ret == -ETIMEDOUT && running &&
 		    atomic_load_explicit(h_atomic(&w.spinning), memory_order_seq_cst) &&
 		    !atomic_load_explicit(h_atomic(&w.stop), memory_order_relaxed)) {
-			/* ABI section 8: TF_PREEMPT only if RUNNING, then kick. */
+			/* §8 rule 1: TF_PREEMPT only if RUNNING, then kick. */
 			s = atomic_load_explicit(h_atomic(&w.task.state), memory_order_relaxed);
 			while ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING &&
 			       !atomic_compare_exchange_strong_explicit(

@@ -4,9 +4,9 @@
  *
  * Each test runs in its own process (Check's fork mode) with a tiny
  * scheduler on the raw ABI: one server thread and one worker thread. The
- * server loop is section 7 of the ABI (RUNNABLE|TF_COND_WAIT, take the list,
- * next_tid, umcg_wait() with a 2 ms deadline so that it can notice the end
- * of the test) and it keeps books, which the tests read:
+ * server loop is doc/umcg-abi.md §7 rule 8 (RUNNABLE|TF_COND_WAIT, take
+ * the list, next_tid, umcg_wait() with a 2 ms deadline so that it can
+ * notice the end of the test) and it keeps books, which the tests read:
  *
  *	wakeups	umcg_wait() returns that were not timeouts: someone woke it;
  *	blocks	times it found the worker it had run BLOCKED;
@@ -146,7 +146,7 @@ static void *server_main(void *arg)
 		return NULL;
 	for (;;) {
 		/* seq_cst: a worker that blocks or pushes itself after this
-		 * store finds us RUNNABLE and wakes us (ABI section 7). */
+		 * store finds us RUNNABLE and wakes us (§7 rule 7). */
 		atomic_store_explicit(h_atomic(&h.srv.state),
 				      UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT, memory_order_seq_cst);
 		list = umcg_runnable_take(&h.srv);
