@@ -99,6 +99,19 @@
  * `staged` is taken with an exchange on both sides (the server when C is
  * not running, C itself in worker_finish()), so exactly one of them owns X.
  *
+ * Signal handlers (umcg_unpark() is async-signal-safe): a handler that runs
+ * on worker C and unparks a worker of C's own server must not stage it on
+ * C, nor skip the poke, unless C is RUNNING user code, which will switch
+ * soon. C's `in_rt` is set by C's own thread around every use of `staged`
+ * (yield_self(), the staging in umcg_unpark(), worker_finish() for good);
+ * only C's thread and handlers on it read it. An unpark that finds it set,
+ * or C's state other than plain RUNNING (parked, blocked, preempted, in a
+ * switch), pushes and pokes like a plain thread. The stores need only be
+ * ordered against C's own program order, which the seq_cst accesses next
+ * to them (or an opaque call) give. Every other step of an unpark is a
+ * CAS, a push, clock_gettime() or a kick (a lock-free registry lookup and
+ * a tgkill on the emulation): async-signal-safe.
+ *
  * Detach vs exit, per worker `detach` word: JOINABLE -> DETACHED
  * (umcg_detach) or JOINABLE -> FINISHED (exit). Whoever loses the CAS frees:
  * a detached worker frees itself at exit; detaching a finished worker joins
@@ -162,6 +175,7 @@ struct umcg_worker {
 	int detach; /* DETACH_* */
 	int done; /* futex: 1 once finished and unregistered */
 	int in_switch; /* inside yield_self(), state already RUNNABLE */
+	int in_rt; /* own thread only: inside a call that uses `staged` */
 	struct umcg_worker *staged; /* handed the CPU to on our next switch */
 	int preempt_sent; /* server-private: it kicked this worker */
 	int unparked; /* server-private: came back through unpark */
@@ -231,6 +245,12 @@ static uint64_t clock_ns(clockid_t c)
 
 	clock_gettime(c, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* @a + @b, saturated: a slice end past UINT64_MAX is "never". */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
 }
 
 #define STAT_INC(p) umcg__fetch_add(&(p), 1, umcg__relaxed)
@@ -320,7 +340,8 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 		attr = &def;
 	}
 	if (attr->nr_servers > MAX_SERVERS || !umcg__clock_valid(attr->clock) ||
-	    attr->server_priority < 0 || attr->server_priority > 99)
+	    attr->server_priority < 0 || attr->server_priority > 99 ||
+	    (attr->timeslice_ns && attr->timeslice_ns < UMCG_TIMESLICE_MIN_NS))
 		return -EINVAL;
 	if (attr->policy && (!attr->policy->create || !attr->policy->destroy ||
 			     !attr->policy->enqueue || !attr->policy->pick_next))
@@ -588,7 +609,7 @@ static void resolve_current(struct server *s)
 		s->current = x;
 		x->t_pick = clock_ns(rt->attr.clock);
 		/* A fresh slice from when we learnt of it. */
-		s->slice_end = x->t_pick + rt->attr.timeslice_ns;
+		s->slice_end = add_sat(x->t_pick, rt->attr.timeslice_ns);
 		account_pick(s, x);
 	}
 }
@@ -636,7 +657,7 @@ static uint64_t check_slice(struct server *s, bool expired)
 	if (umcg_preempt(&c->task, c->tid))
 		c->preempt_sent = 0;
 	/* If the kick has not landed a slice from now, kick again. */
-	s->slice_end = now + rt->attr.timeslice_ns;
+	s->slice_end = add_sat(now, rt->attr.timeslice_ns);
 	return s->slice_end;
 }
 
@@ -680,7 +701,7 @@ static void server_loop(struct server *s)
 			umcg__store(&s->handoffs_left, HANDOFF_BUDGET, umcg__relaxed);
 			next->t_pick = clock_ns(clk);
 			if (slice)
-				s->slice_end = next->t_pick + slice;
+				s->slice_end = add_sat(next->t_pick, slice);
 			wake_idle(s);
 		}
 		umcg__store(&s->overtime, 0, umcg__relaxed);
@@ -902,6 +923,10 @@ static void yield_self(struct umcg_worker *w, bool exiting)
 {
 	struct umcg_worker *x;
 
+	/* Before the state: a handler that sees in_rt clear and us RUNNING
+	 * interrupted code that is not here (see "Signal handlers"). The
+	 * seq_cst store of the state keeps it first. */
+	umcg__store(&w->in_rt, 1, umcg__relaxed);
 	set_state(&w->task, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT);
 	/* From here on nothing preempts us: see "Direct handoff". */
 	if (exiting)
@@ -912,6 +937,7 @@ static void yield_self(struct umcg_worker *w, bool exiting)
 	umcg__store(&w->in_switch, 1, umcg__seq_cst);
 	umcg_wait(0, 0);
 	umcg__store(&w->in_switch, 0, umcg__seq_cst);
+	umcg__store(&w->in_rt, 0, umcg__relaxed);
 }
 
 static void worker_finish(void *arg)
@@ -926,6 +952,8 @@ static void worker_finish(void *arg)
 	 * than hand the CPU on and leave our release to whenever the server
 	 * wakes next.
 	 */
+	/* For good: a handler's unpark must not stage on us any more. */
+	umcg__store(&w->in_rt, 1, umcg__seq_cst);
 	x = umcg__xchg(&w->staged, NULL, umcg__acq_rel);
 	if (x)
 		umcg__runnable_push(&rt->servers[x->server].task, &x->task);
@@ -1186,9 +1214,13 @@ UMCG_API int umcg_sleep_until(uint64_t deadline)
 
 UMCG_API int umcg_sleep_for(uint64_t ns)
 {
+	uint64_t now;
+
 	if (!cur_worker)
 		return -EPERM;
-	return umcg_sleep_until(umcg_now() + ns);
+	now = umcg_now();
+	/* Saturate: a deadline that wraps would lie in the past. */
+	return umcg_sleep_until(ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
 }
 
 UMCG_API int umcg_park(void)
@@ -1261,16 +1293,28 @@ wake:
 	 * before the push.
 	 */
 	s = &w->rt->servers[w->server];
-	/* A worker of that server will give it the CPU back soon anyway. */
-	same_server = me && me->rt == w->rt && me->server == w->server;
+	/*
+	 * A worker of that server that runs user code will give it the CPU
+	 * back soon anyway. Not so if we are a signal handler that
+	 * interrupted it inside a switch, or while it is parked, blocked or
+	 * preempted (see "Signal handlers"): then we act as a plain thread.
+	 */
+	same_server = me && me->rt == w->rt && me->server == w->server &&
+		      !umcg__load(&me->in_rt, umcg__relaxed) &&
+		      (umcg__load(&me->task.state, umcg__acquire) &
+		       (UMCG_TASK_MASK | UMCG_TF_MASK)) == UMCG_TASK_RUNNING;
 	w->unparked = 1;
 	umcg__store(&w->task.runnable_ts, clock_ns(w->rt->attr.clock), umcg__relaxed);
 	if (same_server && !umcg__load(&me->staged, umcg__relaxed) && handoff_ok(w->rt, s)) {
 		/*
-		 * Hand the CPU to @w directly at our next switch. seq_cst
-		 * store, then the overtime load: see "Overtime".
+		 * Hand the CPU to @w directly at our next switch. in_rt
+		 * keeps a handler that interrupts us here off `staged`.
+		 * seq_cst store of `staged`, then the overtime load: see
+		 * "Overtime".
 		 */
+		umcg__store(&me->in_rt, 1, umcg__seq_cst);
 		umcg__store(&me->staged, w, umcg__seq_cst);
+		umcg__store(&me->in_rt, 0, umcg__seq_cst);
 		if (umcg__load(&s->overtime, umcg__seq_cst))
 			poke(s);
 		return 0;

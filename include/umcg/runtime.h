@@ -43,12 +43,32 @@ struct umcg_policy_ops;
  * Runtime
  * ---------------------------------------------------------------------- */
 
+/*
+ * UMCG_TIMESLICE_MIN_NS - the shortest timeslice umcg_rt_create() takes
+ * (10 us); a shorter one is refused with -EINVAL rather than clamped, so
+ * that a runtime never silently runs with a slice other than the one asked
+ * for. Why a minimum: a slice is timed from the moment the server picks a
+ * worker, and on the emulation the worker shares its server's CPU, so it
+ * runs only once the server is asleep again. A slice shorter than the
+ * server's own pick-and-wait path (a few microseconds, far more on a
+ * loaded VM) is over before the worker gets the CPU: every worker is
+ * preempted before it runs an instruction and the server spins. 10 us
+ * leaves the worker most of its slice on an idle machine; the preemption
+ * itself then costs far more than the slice (see "Why a server priority"),
+ * so slices that short are for tests, not for throughput.
+ */
+#define UMCG_TIMESLICE_MIN_NS 10000ULL
+
 /**
  * struct umcg_rt_attr - how to build a runtime; fill with umcg_rt_attr_init().
  * @nr_servers: number of servers; 0 = one per CPU in the affinity mask of the
  *	thread calling umcg_rt_create(). At most 1024.
  * @timeslice_ns: preemption timeslice; 0 = cooperative (a worker runs until
- *	it yields, blocks, parks or exits). A worker is preempted when its
+ *	it yields, blocks, parks or exits). Otherwise at least
+ *	UMCG_TIMESLICE_MIN_NS; any larger value up to UINT64_MAX is taken, and
+ *	a slice whose end would pass UINT64_MAX ns of @clock ends there (in
+ *	effect never: the worker runs until it stops by itself, as in a
+ *	cooperative runtime). A worker is preempted when its
  *	slice is over and another worker waits for its server; while none
  *	waits it runs on, and the first one to arrive preempts it at once.
  *	(A policy without nr_queued() cannot tell: then every slice end
@@ -104,8 +124,9 @@ UMCG_API void umcg_rt_attr_init(struct umcg_rt_attr *attr);
  * Several runtimes may live in one process; each has its own servers and
  * workers.
  *
- * Return: 0; -EINVAL for a NULL @rtp, a bad attribute, or a policy missing a
- *  required callback; -ENOMEM; the errors of umcg_backend_active().
+ * Return: 0; -EINVAL for a NULL @rtp, a bad attribute (a timeslice below
+ *  UMCG_TIMESLICE_MIN_NS among them), or a policy missing a required
+ *  callback; -ENOMEM; the errors of umcg_backend_active().
  * Context: any thread.
  */
 UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr);
@@ -279,6 +300,9 @@ UMCG_API int umcg_sleep_until(uint64_t deadline);
 
 /**
  * umcg_sleep_for() - sleep for @ns nanoseconds; see umcg_sleep_until().
+ * @ns: the length of the sleep; a deadline past UINT64_MAX ns of the
+ *	runtime clock saturates there (UINT64_MAX sleeps for ever, in effect).
+ * Return: 0; -EPERM if the caller is not a runtime worker.
  * Context: a worker.
  */
 UMCG_API int umcg_sleep_for(uint64_t ns);
@@ -307,8 +331,13 @@ UMCG_API int umcg_park(void);
  * the runtime must not be destroyed while an unpark into it may be under
  * way on another thread.
  *
+ * Async-signal-safe on every path: a signal handler may call it, on any
+ * thread, including a worker of @w's own server while that worker runs,
+ * parks, blocks or is inside another runtime call; the wake-up is never
+ * lost or held back until that worker switches.
+ *
  * Return: 0; -EINVAL for NULL; -ECHILD after fork().
- * Context: any thread.
+ * Context: any thread, and signal handlers.
  */
 UMCG_API int umcg_unpark(struct umcg_worker *w);
 
