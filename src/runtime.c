@@ -112,6 +112,15 @@
  * CAS, a push, clock_gettime() or a kick (a lock-free registry lookup and
  * a tgkill on the emulation): async-signal-safe.
  *
+ * Start and stop, the `started` word: STOPPED -> STARTING -> STARTED
+ * (umcg_rt_start) and STARTED -> STOPPING -> STOPPED (umcg_rt_stop, or back
+ * to STARTED when workers are live), all seq_cst. A spawn counts itself in
+ * `live` and then loads `started`; a stop CASes STARTED -> STOPPING and
+ * then loads `live`. Either the spawn sees a non-STARTED word and refuses
+ * with -ENODEV, or the stop sees the spawn's count and gives up. `started`
+ * goes back to STOPPED only after the servers are joined, so no spawn
+ * goes ahead on a runtime without servers.
+ *
  * Detach vs exit, per worker `detach` word: JOINABLE -> DETACHED
  * (umcg_detach) or JOINABLE -> FINISHED (exit). Whoever loses the CAS frees:
  * a detached worker frees itself at exit; detaching a finished worker joins
@@ -146,6 +155,12 @@ enum {
 	PARK_PARKED
 };
 enum {
+	RT_STOPPED,
+	RT_STARTING,
+	RT_STARTED,
+	RT_STOPPING
+};
+enum {
 	DETACH_JOINABLE,
 	DETACH_DETACHED,
 	DETACH_FINISHED
@@ -174,6 +189,7 @@ struct umcg_worker {
 	int park; /* PARK_* */
 	int detach; /* DETACH_* */
 	int done; /* futex: 1 once finished and unregistered */
+	int start_err; /* never ran: what umcg_join() reports */
 	int in_switch; /* inside yield_self(), state already RUNNABLE */
 	int in_rt; /* own thread only: inside a call that uses `staged` */
 	struct umcg_worker *staged; /* handed the CPU to on our next switch */
@@ -210,8 +226,8 @@ struct umcg_rt {
 	unsigned int nr;
 	struct server *servers;
 	pid_t owner;
-	int started;
-	int stopping;
+	int started; /* RT_*: the lifecycle, see "Start and stop" */
+	int stopping; /* servers may leave once no worker is live */
 	int live; /* futex: workers spawned and not yet joined or freed */
 	unsigned int rr;
 	cpu_set_t cpus;
@@ -330,7 +346,7 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 {
 	struct umcg_rt_attr def;
 	struct umcg_rt *rt;
-	int ret, ncpu;
+	int ret, ncpu, saved;
 	unsigned int i;
 
 	if (!rtp)
@@ -351,7 +367,9 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 		return ret;
 	pthread_once(&rt_once, rt_init_once);
 
+	saved = errno; /* calloc() sets ENOMEM when it fails */
 	rt = calloc(1, sizeof(*rt));
+	errno = saved;
 	if (!rt)
 		return -ENOMEM;
 	rt->attr = *attr;
@@ -365,6 +383,7 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 	ncpu = CPU_COUNT(&rt->cpus);
 	rt->nr = attr->nr_servers ? attr->nr_servers : (unsigned int)ncpu;
 	ret = posix_memalign((void **)&rt->servers, UMCG_TASK_ALIGN, rt->nr * sizeof(*rt->servers));
+	errno = saved;
 	if (ret) {
 		free(rt);
 		return -ENOMEM;
@@ -383,6 +402,7 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 		rt->servers[i].st.cpu = rt->servers[i].cpu;
 	}
 	rt->policy = rt->ops.create(rt->nr, attr->policy_arg);
+	errno = saved; /* the built-in policies allocate */
 	if (!rt->policy) {
 		free(rt->servers);
 		free(rt);
@@ -821,8 +841,8 @@ static void reset_servers(struct umcg_rt *rt)
 
 UMCG_API int umcg_rt_start(struct umcg_rt *rt)
 {
+	int ret = 0, saved, stopped = RT_STOPPED;
 	unsigned int i;
-	int ret = 0;
 
 	if (!rt)
 		return -EINVAL;
@@ -830,8 +850,9 @@ UMCG_API int umcg_rt_start(struct umcg_rt *rt)
 		return -ECHILD;
 	if (cur_worker)
 		return -EDEADLK;
-	if (rt->started)
+	if (!umcg__cas(&rt->started, &stopped, RT_STARTING, umcg__seq_cst))
 		return -EBUSY;
+	saved = errno; /* pthread_create() may leave ENOMEM there */
 	for (i = 0; i < rt->nr; i++) {
 		if (pthread_create(&rt->servers[i].thread, NULL, server_main, &rt->servers[i])) {
 			ret = -EAGAIN;
@@ -847,9 +868,13 @@ UMCG_API int umcg_rt_start(struct umcg_rt *rt)
 	if (ret) {
 		stop_servers(rt, i);
 		reset_servers(rt);
+		umcg__store(&rt->started, RT_STOPPED, umcg__seq_cst);
+		errno = saved;
 		return ret;
 	}
-	rt->started = 1;
+	errno = saved;
+	/* Pairs with the seq_cst load in umcg_spawn(). */
+	umcg__store(&rt->started, RT_STARTED, umcg__seq_cst);
 	return 0;
 }
 
@@ -870,22 +895,25 @@ UMCG_API int umcg_rt_drain(struct umcg_rt *rt)
 
 UMCG_API int umcg_rt_stop(struct umcg_rt *rt)
 {
+	int st = RT_STARTED;
+
 	if (!rt)
 		return -EINVAL;
 	if (forked(rt))
 		return -ECHILD;
 	if (cur_worker && cur_worker->rt == rt)
 		return -EDEADLK;
-	if (!rt->started)
-		return 0;
-	umcg__store(&rt->stopping, 1, umcg__seq_cst);
+	/* seq_cst: the Dekker pair with umcg_spawn() ("Start and stop"). */
+	if (!umcg__cas(&rt->started, &st, RT_STOPPING, umcg__seq_cst))
+		return st == RT_STOPPED ? 0 : -EBUSY;
 	if (umcg__load(&rt->live, umcg__seq_cst)) {
-		umcg__store(&rt->stopping, 0, umcg__seq_cst);
+		umcg__store(&rt->started, RT_STARTED, umcg__seq_cst);
 		return -EBUSY;
 	}
 	stop_servers(rt, rt->nr);
 	reset_servers(rt);
-	rt->started = 0;
+	/* Only now: a spawn that sees STOPPED refuses, as it did STOPPING. */
+	umcg__store(&rt->started, RT_STOPPED, umcg__seq_cst);
 	return 0;
 }
 
@@ -995,6 +1023,7 @@ static void *worker_main(void *arg)
 		 * thread so that joiners do not hang. */
 		cur_worker = NULL;
 		w->retval = NULL;
+		w->start_err = -ENODEV;
 		umcg__store(&w->exiting, 1, umcg__relaxed);
 		if (umcg__xchg(&w->detach, DETACH_FINISHED, umcg__acq_rel) == DETACH_DETACHED) {
 			free(w);
@@ -1008,7 +1037,8 @@ static void *worker_main(void *arg)
 	pthread_cleanup_push(worker_finish, w);
 	w->retval = w->fn(w->arg);
 	pthread_cleanup_pop(1);
-	return NULL;
+	/* What pthread_join() in umcg_join() sees, as after pthread_exit(). */
+	return w->retval;
 }
 
 UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
@@ -1019,7 +1049,7 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	pthread_attr_t pa;
 	unsigned int idx, i;
 	size_t stack;
-	int ret;
+	int ret, saved;
 
 	if (!rt || !fn)
 		return -EINVAL;
@@ -1034,7 +1064,9 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	    attr->cpu < -1)
 		return -EINVAL;
 	stack = attr->stack_size ? attr->stack_size : DEFAULT_STACK;
-	if (stack < (size_t)PTHREAD_STACK_MIN)
+	/* Above SIZE_MAX / 2, pthread_create()'s page rounding, guard and TLS
+	 * would overflow: refused here rather than by whatever libc says. */
+	if (stack < (size_t)PTHREAD_STACK_MIN || stack > SIZE_MAX / 2)
 		return -EINVAL;
 	if (attr->server >= 0) {
 		idx = (unsigned int)attr->server;
@@ -1047,11 +1079,11 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	} else {
 		idx = umcg__fetch_add(&rt->rr, 1, umcg__relaxed) % rt->nr;
 	}
-	/* Counted before the look at `stopping`, and umcg_rt_stop() sets
-	 * `stopping` before it looks at `live` (both seq_cst): a spawn and a
-	 * stop never both go ahead. */
+	/* Counted before the look at the lifecycle, and umcg_rt_stop() leaves
+	 * RT_STARTED before it looks at `live` (both seq_cst): a spawn and a
+	 * stop never both go ahead. See "Start and stop". */
 	umcg__fetch_add(&rt->live, 1, umcg__seq_cst);
-	if (!rt->started || umcg__load(&rt->stopping, umcg__seq_cst)) {
+	if (umcg__load(&rt->started, umcg__seq_cst) != RT_STARTED) {
 		live_dec(rt);
 		return -ENODEV;
 	}
@@ -1078,12 +1110,14 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	w->server = idx;
 	w->detach = wp ? DETACH_JOINABLE : DETACH_DETACHED;
 
+	saved = errno; /* pthread_create() may leave ENOMEM there */
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, stack);
 	if (!wp)
 		pthread_attr_setdetachstate(&pa, PTHREAD_CREATE_DETACHED);
 	ret = pthread_create(&w->thread, &pa, worker_main, w);
 	pthread_attr_destroy(&pa);
+	errno = saved;
 	if (ret) {
 		free(w);
 		live_dec(rt);
@@ -1119,20 +1153,57 @@ static void reap(struct umcg_worker *w, void **retval)
 	live_dec(rt);
 }
 
+struct join_wait {
+	struct umcg_worker *w;
+	bool hooked;
+};
+
+/*
+ * umcg_join()'s caller was cancelled in pthread_join(), which then did
+ * not join: end the blocking section and give the target up as
+ * umcg_detach() does (it frees itself, or is reaped now if it finished).
+ */
+static void join_cancelled(void *arg)
+{
+	struct join_wait *jw = arg;
+
+	if (jw->hooked)
+		umcg_block_end();
+	umcg_detach(jw->w);
+}
+
 UMCG_API int umcg_join(struct umcg_worker *w, void **retval)
 {
+	struct join_wait jw = { w, false };
+	struct umcg_rt *rt;
+	void *v = NULL;
+	int ret, err;
+
 	if (!w)
 		return -EINVAL;
-	if (forked(w->rt))
+	rt = w->rt;
+	if (forked(rt))
 		return -ECHILD;
 	if (w == cur_worker)
 		return -EDEADLK;
 	if (umcg__load(&w->detach, umcg__acquire) == DETACH_DETACHED)
 		return -EINVAL;
-	/* Pairs with the release store of `done` in worker_finish(). */
-	blocking_wait_word(&w->done, 0);
-	reap(w, retval);
-	return 0;
+	/* The cancellation point: see join_cancelled(). */
+	jw.hooked = umcg_block_begin() == 0;
+	pthread_cleanup_push(join_cancelled, &jw);
+	ret = pthread_join(w->thread, &v);
+	pthread_cleanup_pop(0);
+	if (jw.hooked)
+		umcg_block_end();
+	if (ret)
+		return -ret;
+	/* pthread_join() ordered us after everything @w did. */
+	err = w->start_err;
+	if (retval && !err)
+		*retval = v;
+	free(w);
+	live_dec(rt);
+	return err;
 }
 
 UMCG_API int umcg_detach(struct umcg_worker *w)
@@ -1174,12 +1245,26 @@ UMCG_API struct umcg_worker *umcg_self(void)
 	return cur_worker;
 }
 
+/*
+ * May the calling worker switch? Not from a signal handler that
+ * interrupted it inside a switch, or while it is parked, blocked or
+ * preempted: its server already holds it aside or on a list.
+ */
+static bool can_switch(struct umcg_worker *w)
+{
+	/* Pairs with the seq_cst transitions of our state by others. */
+	return !umcg__load(&w->in_rt, umcg__relaxed) &&
+	       (umcg__load(&w->task.state, umcg__acquire) & UMCG_TASK_MASK) == UMCG_TASK_RUNNING;
+}
+
 UMCG_API int umcg_yield(void)
 {
 	struct umcg_worker *w = cur_worker;
 
 	if (!w)
 		return -EPERM;
+	if (!can_switch(w))
+		return -EDEADLK;
 	STAT_INC(w->st.yields);
 	yield_self(w, false);
 	return 0;
@@ -1230,6 +1315,8 @@ UMCG_API int umcg_park(void)
 
 	if (!w)
 		return -EPERM;
+	if (!can_switch(w))
+		return -EDEADLK;
 	if (umcg__cas(&w->park, &expected, PARK_NORMAL, umcg__seq_cst))
 		return 0;
 	if (expected != PARK_NORMAL ||

@@ -379,6 +379,254 @@ START_TEST(test_timeslice_extremes)
 }
 END_TEST
 
+/* ==== 5: umcg_spawn() racing umcg_rt_stop() ============================== */
+
+static atomic_long race_ran;
+
+static void *race_fn(void *arg)
+{
+	BUMP(&race_ran);
+	return arg;
+}
+
+struct race_spawner {
+	struct umcg_rt *rt;
+	long ok;
+};
+
+/* Spawn and join until the runtime refuses; every spawn that returned 0
+ * must have run its function and report its value. */
+static void *race_spawner_main(void *arg)
+{
+	struct race_spawner *rs = arg;
+	struct umcg_worker *w;
+	void *v;
+	int ret;
+
+	for (;;) {
+		ret = umcg_spawn(rs->rt, &w, NULL, race_fn, (void *)0x5a);
+		if (ret == -ENODEV)
+			return NULL;
+		EXPECT(ret == 0, "umcg_spawn() returned %d", ret);
+		v = NULL;
+		ret = umcg_join(w, &v);
+		EXPECT(ret == 0 && v == (void *)0x5a, "umcg_join() returned %d, value %p", ret, v);
+		rs->ok++;
+	}
+}
+
+START_TEST(test_spawn_races_stop)
+{
+	unsigned long rounds = 100 * stress();
+
+	for (unsigned long r = 0; r < rounds; r++) {
+		struct umcg_rt *rt = rt_start(1, 0);
+		struct race_spawner rs[2] = { { rt, 0 }, { rt, 0 } };
+		pthread_t th[2];
+		int ret;
+
+		atomic_store(&race_ran, 0);
+		for (int i = 0; i < 2; i++)
+			ck_assert_int_eq(pthread_create(&th[i], NULL, race_spawner_main, &rs[i]),
+					 0);
+		while ((ret = umcg_rt_stop(rt)) == -EBUSY)
+			;
+		ck_assert_int_eq(ret, 0);
+		for (int i = 0; i < 2; i++)
+			ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+		ck_assert_int_eq(atomic_load(&race_ran), rs[0].ok + rs[1].ok);
+		ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+	}
+}
+END_TEST
+
+/* ==== 7 and 11: what umcg_join() reports; a join cut short =============== */
+
+static void *exits_by_pthread_exit(void *arg)
+{
+	pthread_exit(arg);
+}
+
+static void *cancels_itself(void *arg)
+{
+	(void)arg;
+	pthread_cancel(pthread_self());
+	while (umcg_yield() == 0)
+		pthread_testcancel();
+	return NULL;
+}
+
+/* pthread_exit(v) in a worker reports v; a cancelled worker reports
+ * PTHREAD_CANCELED; a SIZE_MAX stack is refused. */
+START_TEST(test_join_reports)
+{
+	struct umcg_rt *rt = rt_start(1, 0);
+	struct umcg_worker_attr wa;
+	struct umcg_worker *w;
+	void *v = NULL;
+
+	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, exits_by_pthread_exit, (void *)0x77), 0);
+	ck_assert_int_eq(umcg_join(w, &v), 0);
+	ck_assert_ptr_eq(v, (void *)0x77);
+	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, cancels_itself, NULL), 0);
+	ck_assert_int_eq(umcg_join(w, &v), 0);
+	ck_assert_ptr_eq(v, PTHREAD_CANCELED);
+	umcg_worker_attr_init(&wa);
+	wa.stack_size = SIZE_MAX;
+	w = NULL;
+	ck_assert_int_eq(umcg_spawn(rt, &w, &wa, exits_by_pthread_exit, NULL), -EINVAL);
+	ck_assert_ptr_null(w);
+	rt_end(rt);
+}
+END_TEST
+
+static atomic_int cj_release, cj_joining;
+static pthread_t cj_thread;
+
+static void *cj_target(void *arg)
+{
+	(void)arg;
+	while (!LOAD(&cj_release))
+		umcg_yield();
+	return NULL;
+}
+
+static void *cj_joiner(void *arg)
+{
+	cj_thread = pthread_self();
+	STORE(&cj_joining, 1);
+	umcg_join(arg, NULL);
+	ck_abort_msg("umcg_join() returned in a cancelled worker");
+	return NULL;
+}
+
+/*
+ * A worker cancelled while it waits in umcg_join(): the join is given up
+ * (the target detached), the joiner reports PTHREAD_CANCELED, and drain
+ * and destroy then work. The cancel comes while the target still runs;
+ * it is released only afterwards.
+ */
+START_TEST(test_join_cancelled)
+{
+	struct umcg_rt *rt = rt_start(1, 0);
+	struct umcg_worker *t, *j;
+	void *v = NULL;
+
+	ck_assert_int_eq(umcg_spawn(rt, &t, NULL, cj_target, NULL), 0);
+	ck_assert_int_eq(umcg_spawn(rt, &j, NULL, cj_joiner, t), 0);
+	WAIT_UNTIL(LOAD(&cj_joining));
+	sleep_us(20000);
+	ck_assert_int_eq(pthread_cancel(cj_thread), 0);
+	ck_assert_int_eq(umcg_join(j, &v), 0);
+	ck_assert_ptr_eq(v, PTHREAD_CANCELED);
+	STORE(&cj_release, 1);
+	rt_end(rt);
+}
+END_TEST
+
+/* ==== 8: umcg_yield() and umcg_park() from a signal handler ============== */
+
+static atomic_int sw_rc_yield = 1, sw_rc_park = 1, sw_parked, sw_done;
+
+static void switch_handler(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	STORE(&sw_rc_yield, umcg_yield());
+	STORE(&sw_rc_park, umcg_park());
+	errno = saved;
+}
+
+static void *sw_parker(void *arg)
+{
+	(void)arg;
+	STORE(&sw_parked, 1);
+	while (!LOAD(&sw_done))
+		EXPECT(umcg_park() == 0, "umcg_park() failed");
+	return NULL;
+}
+
+static void *echo(void *arg)
+{
+	umcg_yield();
+	return arg;
+}
+
+/*
+ * A handler on a parked worker calls umcg_yield() and umcg_park(): both
+ * refuse with -EDEADLK, and the server goes on running other workers.
+ */
+START_TEST(test_switch_from_handler)
+{
+	struct umcg_rt *rt = rt_start(1, 0);
+	struct umcg_worker *p, *w;
+	struct sigaction sa;
+	void *v = NULL;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = switch_handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	ck_assert_int_eq(umcg_spawn(rt, &p, NULL, sw_parker, NULL), 0);
+	WAIT_UNTIL(LOAD(&sw_parked) && umcg_worker_tid(p) != 0);
+	/* Parked for good: its yield to the server is long done. */
+	sleep_us(20000);
+	ck_assert_int_eq(tgkill(getpid(), umcg_worker_tid(p), SIGUSR2), 0);
+	WAIT_UNTIL(LOAD(&sw_rc_park) != 1);
+	ck_assert_int_eq(LOAD(&sw_rc_yield), -EDEADLK);
+	ck_assert_int_eq(LOAD(&sw_rc_park), -EDEADLK);
+	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, echo, (void *)0x33), 0);
+	ck_assert_int_eq(umcg_join(w, &v), 0);
+	ck_assert_ptr_eq(v, (void *)0x33);
+	STORE(&sw_done, 1);
+	ck_assert_int_eq(umcg_unpark(p), 0);
+	ck_assert_int_eq(umcg_join(p, NULL), 0);
+	rt_end(rt);
+}
+END_TEST
+
+/* ==== 9: errno is never touched ========================================== */
+
+/*
+ * A thread that cannot be created (a stack too large to map, for a worker
+ * and, through the default attributes, for a server) gives -EAGAIN or
+ * -ENOMEM and leaves errno as it was.
+ */
+START_TEST(test_errno_untouched)
+{
+	const size_t huge = (size_t)1 << 46; /* 64 TiB: more than any machine maps */
+	struct umcg_rt *rt = rt_start(1, 0), *rt2 = NULL;
+	struct umcg_worker_attr wa;
+	struct umcg_worker *w = NULL;
+	pthread_attr_t pa, old;
+	int ret;
+
+	umcg_worker_attr_init(&wa);
+	wa.stack_size = huge;
+	errno = 4242;
+	ret = umcg_spawn(rt, &w, &wa, echo, NULL);
+	ck_assert_int_eq(errno, 4242);
+	ck_assert_msg(ret == -EAGAIN || ret == -ENOMEM, "umcg_spawn() returned %d", ret);
+	ck_assert_ptr_null(w);
+	rt_end(rt);
+
+	ck_assert_int_eq(pthread_getattr_default_np(&old), 0);
+	ck_assert_int_eq(pthread_attr_init(&pa), 0);
+	ck_assert_int_eq(pthread_attr_setstacksize(&pa, huge), 0);
+	ck_assert_int_eq(pthread_setattr_default_np(&pa), 0);
+	ck_assert_int_eq(umcg_rt_create(&rt2, NULL), 0);
+	errno = 4242;
+	ret = umcg_rt_start(rt2);
+	ck_assert_int_eq(errno, 4242);
+	ck_assert_int_eq(ret, -EAGAIN);
+	ck_assert_int_eq(pthread_setattr_default_np(&old), 0);
+	ck_assert_int_eq(umcg_rt_start(rt2), 0);
+	rt_end(rt2);
+}
+END_TEST
+
 /* ==== the suite ============================================================ */
 
 static Suite *reliability_suite(void)
@@ -389,6 +637,15 @@ static Suite *reliability_suite(void)
 	tc = tcase_create("signal");
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_unpark_from_handler, 0, 3);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("lifecycle");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_spawn_races_stop);
+	tcase_add_test(tc, test_join_reports);
+	tcase_add_test(tc, test_join_cancelled);
+	tcase_add_test(tc, test_switch_from_handler);
+	tcase_add_test(tc, test_errno_untouched);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("sleep");

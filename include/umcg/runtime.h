@@ -15,6 +15,16 @@
  * process after fork() on a runtime created by the parent return -ECHILD:
  * the child has none of the parent's server or worker threads.
  *
+ * Signal handlers: of the runtime's calls only umcg_unpark(), umcg_self(),
+ * umcg_now(), umcg_worker_tid(), umcg_worker_name(), umcg_worker_priority(),
+ * umcg_worker_deadline() and the stats readers are async-signal-safe.
+ * umcg_yield() and umcg_park() are not: from a handler that interrupted
+ * the worker inside a switch, or while it is parked, blocked or preempted,
+ * they refuse with -EDEADLK and change nothing (the server is never
+ * wedged); a handler that interrupted plain user code of a running worker
+ * may switch, but a park there may end early or turn an interrupted
+ * umcg_park() into a yield. Nothing else may be called from a handler.
+ *
  * Blocking: a worker that sleeps in the kernel frees its server for others
  * on the kernel backend by itself; on the emulation only blocking that goes
  * through umcg_block_begin()/umcg_block_end() or the wrappers of
@@ -136,7 +146,8 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
  * @rt: the runtime.
  *
  * Return: 0 once every server is registered and waiting for work; -EINVAL
- *  for NULL; -EBUSY if already started; -EAGAIN if a thread could not be
+ *  for NULL; -EBUSY if already started (or being started or stopped by
+ *  another thread); -EAGAIN if a thread could not be
  *  created; -EPERM if @server_priority asks for SCHED_FIFO and the process
  *  may not have it; -EDEADLK from a worker; -ECHILD after fork(). On an
  *  error no server is left running.
@@ -162,7 +173,8 @@ UMCG_API int umcg_rt_drain(struct umcg_rt *rt);
  * @rt: the runtime.
  *
  * Return: 0 (also if never started or already stopped); -EINVAL for NULL;
- *  -EBUSY if workers are alive (drain first); -EDEADLK from a worker of @rt;
+ *  -EBUSY if workers are alive (drain first), or another thread is starting
+ *  or stopping @rt; -EDEADLK from a worker of @rt;
  *  -ECHILD after fork().
  * Context: any thread that is not one of @rt's workers.
  */
@@ -194,7 +206,11 @@ UMCG_API unsigned int umcg_rt_nr_servers(const struct umcg_rt *rt);
 /**
  * struct umcg_worker_attr - how to spawn a worker; fill with
  * umcg_worker_attr_init().
- * @stack_size: bytes; 0 = 256 KiB. At least PTHREAD_STACK_MIN.
+ * @stack_size: bytes; 0 = 256 KiB. At least PTHREAD_STACK_MIN and at most
+ *	SIZE_MAX / 2: above that, rounding to pages and adding the guard page
+ *	and the thread's TLS would overflow, so umcg_spawn() refuses such a
+ *	size (SIZE_MAX, say) with -EINVAL. A size below that but too large to
+ *	map gives -EAGAIN.
  * @priority: for priority policies, 0 (lowest) to 31; default 0.
  * @server: the server to start on, -1 (default) = the policy's choice.
  * @cpu: start on the server pinned to this CPU; -1 (default) = any. If both
@@ -232,8 +248,10 @@ typedef void *(*umcg_worker_fn)(void *arg);
  * @arg: its argument.
  *
  * Return: 0; -EINVAL for a NULL @rt or @fn, a bad attribute (an out-of-range
- *  server or priority, a CPU with no server); -ENODEV if @rt is not started
- *  or is stopping; -EAGAIN/-ENOMEM if the thread could not be created;
+ *  server, priority or stack size, a CPU with no server); -ENODEV if @rt is
+ *  not started or is stopping (also when the spawn races umcg_rt_stop():
+ *  either the stop fails with -EBUSY or the spawn with -ENODEV, and a
+ *  worker whose spawn returned 0 always runs); -EAGAIN/-ENOMEM if the thread could not be created;
  *  -ECHILD after fork().
  * Context: any thread, including workers of @rt.
  */
@@ -248,8 +266,20 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
  *
  * A worker calling this gives its server to others while it waits.
  *
+ * What @retval gets, as pthread_join() reports it: the function's return
+ * value; the value given to umcg_exit() or to pthread_exit() in the
+ * worker; PTHREAD_CANCELED if the worker was cancelled.
+ *
+ * umcg_join() is a cancellation point, like pthread_join(). If the caller
+ * is cancelled in it, @w is not joined: it is detached instead (it frees
+ * itself when it finishes, or is freed then if it had finished), so that
+ * umcg_rt_drain() and umcg_rt_destroy() still work; @w must not be used
+ * again.
+ *
  * Return: 0; -EINVAL for NULL or a detached worker; -EDEADLK if @w is the
- *  caller; -ECHILD after fork().
+ *  caller; -ENODEV if @w never ran (its runtime was stopped before it
+ *  started; not possible after a successful umcg_spawn() into a started
+ *  runtime), @w is freed all the same; -ECHILD after fork().
  * Context: any thread.
  */
 UMCG_API int umcg_join(struct umcg_worker *w, void **retval);
@@ -283,7 +313,12 @@ UMCG_API struct umcg_worker *umcg_self(void);
 
 /**
  * umcg_yield() - let the server run someone else; the caller is queued again.
- * Return: 0; -EPERM if the caller is not a runtime worker.
+ *
+ * Not async-signal-safe (see the header comment).
+ *
+ * Return: 0; -EPERM if the caller is not a runtime worker; -EDEADLK from a
+ *  signal handler that interrupted the worker inside a runtime switch, or
+ *  while it is parked, blocked or preempted (nothing changes).
  * Context: a worker.
  */
 UMCG_API int umcg_yield(void);
@@ -316,7 +351,10 @@ UMCG_API int umcg_sleep_for(uint64_t ns);
  * return at once. Building block for queues, mutexes and channels between
  * workers.
  *
- * Return: 0; -EPERM if the caller is not a runtime worker.
+ * Not async-signal-safe (see the header comment).
+ *
+ * Return: 0; -EPERM if the caller is not a runtime worker; -EDEADLK as for
+ *  umcg_yield() (nothing changes, a permit is not consumed).
  * Context: a worker.
  */
 UMCG_API int umcg_park(void);
