@@ -1006,6 +1006,7 @@ static void *worker_main(void *arg)
 	struct umcg_rt *rt = w->rt;
 	sigset_t kick;
 	int sig = umcg_kick_signal();
+	void *ret;
 
 	if (sig > 0) {
 		sigemptyset(&kick);
@@ -1035,10 +1036,12 @@ static void *worker_main(void *arg)
 		return NULL;
 	}
 	pthread_cleanup_push(worker_finish, w);
-	w->retval = w->fn(w->arg);
+	ret = w->fn(w->arg);
+	w->retval = ret;
 	pthread_cleanup_pop(1);
-	/* What pthread_join() in umcg_join() sees, as after pthread_exit(). */
-	return w->retval;
+	/* What pthread_join() in umcg_join() sees, as after pthread_exit();
+	 * from @ret: worker_finish() may have freed @w. */
+	return ret;
 }
 
 UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
