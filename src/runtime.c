@@ -123,8 +123,20 @@
  *
  * Detach vs exit, per worker `detach` word: JOINABLE -> DETACHED
  * (umcg_detach) or JOINABLE -> FINISHED (exit). Whoever loses the CAS frees:
- * a detached worker frees itself at exit; detaching a finished worker joins
- * it.
+ * a detached worker hands itself to the zombie list at exit; detaching a
+ * finished worker joins it.
+ *
+ * Zombies: every worker thread is created joinable, so that drain and stop
+ * return only once each worker's thread has ended, thread-local
+ * destructors included. A detached worker at exit pushes itself on
+ * rt->zombies (seq_cst CAS) and then bumps `events` (seq_cst) and wakes
+ * it; it stays counted in `live`. Whoever takes the list (xchg) joins the
+ * threads, frees them and decrements `live`: umcg_rt_drain() and
+ * umcg_rt_stop() blocking, umcg_spawn() only for threads already gone
+ * (pthread_tryjoin_np), pushing the others back. The drainer loads
+ * `events`, takes the list, loads `live`, and futex-waits on `events` with
+ * the value it loaded: a push it did not take, or `live` reaching 0
+ * (which bumps `events` too), came after its load and ends the wait.
  */
 #include <errno.h>
 #include <limits.h>
@@ -190,6 +202,7 @@ struct umcg_worker {
 	int detach; /* DETACH_* */
 	int done; /* futex: 1 once finished and unregistered */
 	int start_err; /* never ran: what umcg_join() reports */
+	struct umcg_worker *zombie_next; /* on rt->zombies */
 	int in_switch; /* inside yield_self(), state already RUNNABLE */
 	int in_rt; /* own thread only: inside a call that uses `staged` */
 	struct umcg_worker *staged; /* handed the CPU to on our next switch */
@@ -228,10 +241,14 @@ struct umcg_rt {
 	pid_t owner;
 	int started; /* RT_*: the lifecycle, see "Start and stop" */
 	int stopping; /* servers may leave once no worker is live */
-	int live; /* futex: workers spawned and not yet joined or freed */
+	int live; /* workers spawned and not yet joined or reaped */
+	int events; /* futex: bumped when `live` reaches 0 or a zombie comes */
+	struct umcg_worker *zombies; /* finished detached workers to join */
 	unsigned int rr;
 	cpu_set_t cpus;
 };
+
+static void reap_zombies(struct umcg_rt *rt, bool block);
 
 static __thread struct umcg_worker *cur_worker;
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
@@ -888,9 +905,14 @@ UMCG_API int umcg_rt_drain(struct umcg_rt *rt)
 		return -ECHILD;
 	if (cur_worker && cur_worker->rt == rt)
 		return -EDEADLK;
-	while ((n = umcg__load(&rt->live, umcg__acquire)) != 0)
-		umcg__futex_wait((uint32_t *)&rt->live, (uint32_t)n, NULL, 0);
-	return 0;
+	for (;;) {
+		/* Before the take and the look at `live`: see "Zombies". */
+		n = umcg__load(&rt->events, umcg__seq_cst);
+		reap_zombies(rt, true);
+		if (!umcg__load(&rt->live, umcg__seq_cst))
+			return 0;
+		umcg__futex_wait((uint32_t *)&rt->events, (uint32_t)n, NULL, 0);
+	}
 }
 
 UMCG_API int umcg_rt_stop(struct umcg_rt *rt)
@@ -906,6 +928,7 @@ UMCG_API int umcg_rt_stop(struct umcg_rt *rt)
 	/* seq_cst: the Dekker pair with umcg_spawn() ("Start and stop"). */
 	if (!umcg__cas(&rt->started, &st, RT_STOPPING, umcg__seq_cst))
 		return st == RT_STOPPED ? 0 : -EBUSY;
+	reap_zombies(rt, true);
 	if (umcg__load(&rt->live, umcg__seq_cst)) {
 		umcg__store(&rt->started, RT_STARTED, umcg__seq_cst);
 		return -EBUSY;
@@ -936,10 +959,55 @@ UMCG_API int umcg_rt_destroy(struct umcg_rt *rt)
 
 /* ---- workers ------------------------------------------------------------- */
 
+static void events_bump(struct umcg_rt *rt)
+{
+	/* seq_cst: after the change it announces, before the drainer's
+	 * futex_wait() compares (see "Zombies"). */
+	umcg__fetch_add(&rt->events, 1, umcg__seq_cst);
+	umcg__futex_wake_n((uint32_t *)&rt->events, INT_MAX);
+}
+
 static void live_dec(struct umcg_rt *rt)
 {
-	if (umcg__fetch_add(&rt->live, -1, umcg__acq_rel) == 1)
-		umcg__futex_wake_n((uint32_t *)&rt->live, INT_MAX);
+	if (umcg__fetch_add(&rt->live, -1, umcg__seq_cst) == 1)
+		events_bump(rt);
+}
+
+/* A finished detached worker, or one not yet joinable, goes on the list. */
+static void zombie_push(struct umcg_rt *rt, struct umcg_worker *w)
+{
+	struct umcg_worker *old = umcg__load(&rt->zombies, umcg__relaxed);
+
+	do {
+		w->zombie_next = old;
+		/* Release: zombie_next before the reaper's acquire xchg. */
+	} while (!umcg__cas(&rt->zombies, &old, w, umcg__seq_cst));
+	events_bump(rt);
+}
+
+/*
+ * Join the threads of finished detached workers and free them. @block:
+ * wait for each (drain and stop); else only those whose thread is gone
+ * (spawn), the others go back on the list.
+ */
+static void reap_zombies(struct umcg_rt *rt, bool block)
+{
+	/* Pairs with the seq_cst CAS in zombie_push(). */
+	struct umcg_worker *w = umcg__xchg(&rt->zombies, NULL, umcg__acq_rel), *next;
+	int saved = errno;
+
+	for (; w; w = next) {
+		next = w->zombie_next;
+		if (block)
+			pthread_join(w->thread, NULL);
+		else if (pthread_tryjoin_np(w->thread, NULL)) {
+			zombie_push(rt, w);
+			continue;
+		}
+		free(w);
+		live_dec(rt);
+	}
+	errno = saved;
 }
 
 /*
@@ -995,9 +1063,10 @@ static void worker_finish(void *arg)
 		umcg__futex_wake((uint32_t *)&w->done);
 		return;
 	}
-	/* Detached: nobody will join; free ourselves. */
-	free(w);
-	live_dec(rt);
+	/* Detached: nobody joins us; drain, stop or a spawn joins our
+	 * thread and frees us once it has ended (see "Zombies"). We must
+	 * not touch @w after the push. */
+	zombie_push(rt, w);
 }
 
 static void *worker_main(void *arg)
@@ -1027,8 +1096,7 @@ static void *worker_main(void *arg)
 		w->start_err = -ENODEV;
 		umcg__store(&w->exiting, 1, umcg__relaxed);
 		if (umcg__xchg(&w->detach, DETACH_FINISHED, umcg__acq_rel) == DETACH_DETACHED) {
-			free(w);
-			live_dec(rt);
+			zombie_push(rt, w);
 			return NULL;
 		}
 		umcg__store(&w->done, 1, umcg__release);
@@ -1085,6 +1153,8 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	/* Counted before the look at the lifecycle, and umcg_rt_stop() leaves
 	 * RT_STARTED before it looks at `live` (both seq_cst): a spawn and a
 	 * stop never both go ahead. See "Start and stop". */
+	if (umcg__load(&rt->zombies, umcg__relaxed))
+		reap_zombies(rt, false);
 	umcg__fetch_add(&rt->live, 1, umcg__seq_cst);
 	if (umcg__load(&rt->started, umcg__seq_cst) != RT_STARTED) {
 		live_dec(rt);
@@ -1116,8 +1186,7 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	saved = errno; /* pthread_create() may leave ENOMEM there */
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, stack);
-	if (!wp)
-		pthread_attr_setdetachstate(&pa, PTHREAD_CREATE_DETACHED);
+	/* Joinable even if detached: see "Zombies". */
 	ret = pthread_create(&w->thread, &pa, worker_main, w);
 	pthread_attr_destroy(&pa);
 	errno = saved;
@@ -1212,18 +1281,14 @@ UMCG_API int umcg_join(struct umcg_worker *w, void **retval)
 UMCG_API int umcg_detach(struct umcg_worker *w)
 {
 	int joinable = DETACH_JOINABLE;
-	pthread_t th;
 
 	if (!w)
 		return -EINVAL;
 	if (forked(w->rt))
 		return -ECHILD;
-	/* Once detached, @w may free itself at any moment: read it first. */
-	th = w->thread;
-	if (umcg__cas(&w->detach, &joinable, DETACH_DETACHED, umcg__acq_rel)) {
-		pthread_detach(th);
-		return 0;
-	}
+	/* Once detached, @w may be freed at any moment. */
+	if (umcg__cas(&w->detach, &joinable, DETACH_DETACHED, umcg__acq_rel))
+		return 0; /* it becomes a zombie when it ends */
 	if (joinable == DETACH_DETACHED)
 		return -EINVAL;
 	/* Already finished: detaching means nobody joins it; reap it now. */

@@ -627,6 +627,71 @@ START_TEST(test_errno_untouched)
 }
 END_TEST
 
+/* ==== 6: drain and destroy wait for every worker thread ================== */
+
+static pthread_key_t tsd_key;
+static atomic_int tsd_dtors;
+
+/* A thread-local destructor: user code that runs after the worker's
+ * function, as its thread ends. It takes a while, on purpose. */
+static void tsd_dtor(void *p)
+{
+	(void)p;
+	sleep_us(50000);
+	BUMP(&tsd_dtors);
+}
+
+static void *tsd_worker(void *arg)
+{
+	pthread_setspecific(tsd_key, arg);
+	return NULL;
+}
+
+/* The threads of this process, from /proc/self/task. */
+static int nr_tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * Detached workers (spawned detached, _i == 0, or detached while they
+ * run, _i == 1) whose thread-local destructors are still running: drain
+ * returns only after all of them, and after destroy no thread of the
+ * runtime is left.
+ */
+START_TEST(test_drain_waits_for_threads)
+{
+	const int n = 4;
+	struct umcg_worker *w;
+	struct umcg_rt *rt;
+	int before, i;
+
+	ck_assert_int_eq(pthread_key_create(&tsd_key, tsd_dtor), 0);
+	before = nr_tasks();
+	rt = rt_start(2, 0);
+	for (i = 0; i < n; i++) {
+		if (_i == 0) {
+			ck_assert_int_eq(umcg_spawn(rt, NULL, NULL, tsd_worker, (void *)1), 0);
+		} else {
+			ck_assert_int_eq(umcg_spawn(rt, &w, NULL, tsd_worker, (void *)1), 0);
+			ck_assert_int_eq(umcg_detach(w), 0);
+		}
+	}
+	ck_assert_int_eq(umcg_rt_drain(rt), 0);
+	ck_assert_int_eq(LOAD(&tsd_dtors), n);
+	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+	ck_assert_int_eq(nr_tasks(), before);
+}
+END_TEST
+
 /* ==== the suite ============================================================ */
 
 static Suite *reliability_suite(void)
@@ -646,6 +711,7 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, test_join_cancelled);
 	tcase_add_test(tc, test_switch_from_handler);
 	tcase_add_test(tc, test_errno_untouched);
+	tcase_add_loop_test(tc, test_drain_waits_for_threads, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("sleep");

@@ -160,7 +160,9 @@ UMCG_API int umcg_rt_start(struct umcg_rt *rt);
  * @rt: the runtime.
  *
  * Joinable workers count until they are joined. New workers may be spawned
- * while draining (by workers, say); drain returns when the count reaches 0.
+ * while draining (by workers, say); drain returns when the count reaches 0
+ * and every detached worker's thread has ended, its thread-local
+ * destructors included (drain joins those threads).
  *
  * Return: 0; -EINVAL for NULL; -EDEADLK when called by one of @rt's workers;
  *  -ECHILD after fork().
@@ -184,7 +186,8 @@ UMCG_API int umcg_rt_stop(struct umcg_rt *rt);
  * umcg_rt_destroy() - stop @rt if needed and free it.
  * @rt: the runtime, or NULL (then nothing happens).
  *
- * In a child after fork() it only frees the memory.
+ * In a child after fork() it only frees the memory. Once it returns 0, no
+ * thread of @rt is left: servers and detached workers' threads are joined.
  *
  * Return: 0; -EBUSY if workers are alive (nothing is freed); -EDEADLK from
  *  a worker of @rt.
