@@ -1453,11 +1453,14 @@ wake:
 	 * back soon anyway. Not so if we are a signal handler that
 	 * interrupted it inside a switch, or while it is parked, blocked or
 	 * preempted (see "Signal handlers"): then we act as a plain thread.
+	 * Those two first: only while we run does no server write
+	 * me->server (handle_list(), pick()); our acquire load of our
+	 * RUNNING state orders its last write before our read.
 	 */
-	same_server = me && me->rt == w->rt && me->server == w->server &&
-		      !umcg__load(&me->in_rt, umcg__relaxed) &&
+	same_server = me && !umcg__load(&me->in_rt, umcg__relaxed) &&
 		      (umcg__load(&me->task.state, umcg__acquire) &
-		       (UMCG_TASK_MASK | UMCG_TF_MASK)) == UMCG_TASK_RUNNING;
+		       (UMCG_TASK_MASK | UMCG_TF_MASK)) == UMCG_TASK_RUNNING &&
+		      me->rt == w->rt && me->server == w->server;
 	w->unparked = 1;
 	umcg__store(&w->task.runnable_ts, clock_ns(w->rt->attr.clock), umcg__relaxed);
 	if (same_server && !umcg__load(&me->staged, umcg__relaxed) && handoff_ok(w->rt, s)) {

@@ -39,6 +39,32 @@
 
 #include <umcg/runtime.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+/*
+ * TSan delivers an asynchronous signal only when the thread next passes
+ * through its runtime, so a handler never runs on a worker asleep in a
+ * raw futex syscall (parked); and it reports a thread cancelled inside
+ * its pthread_join() interceptor as "finished with ignores enabled".
+ * The tests that need either skip under TSan, saying so.
+ */
+static bool tsan_skip(const char *test)
+{
+#ifdef UNDER_TSAN
+	fprintf(stderr, "%s: skipped under TSan (signal or cancellation interception)\n", test);
+	return true;
+#else
+	(void)test;
+	return false;
+#endif
+}
+
 #define MS UINT64_C(1000000)
 #define SEC UINT64_C(1000000000)
 
@@ -253,6 +279,8 @@ START_TEST(test_unpark_from_handler)
 	struct watchdog wd;
 	pid_t tid;
 
+	if (_i == 0 && tsan_skip("test_unpark_from_handler(parked host)"))
+		return;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = unpark_handler;
 	sa.sa_flags = SA_RESTART;
@@ -512,6 +540,8 @@ START_TEST(test_join_cancelled)
 	struct umcg_worker *t, *j;
 	void *v = NULL;
 
+	if (tsan_skip("test_join_cancelled"))
+		return;
 	ck_assert_int_eq(umcg_spawn(rt, &t, NULL, cj_target, NULL), 0);
 	ck_assert_int_eq(umcg_spawn(rt, &j, NULL, cj_joiner, t), 0);
 	WAIT_UNTIL(LOAD(&cj_joining));
@@ -564,6 +594,8 @@ START_TEST(test_switch_from_handler)
 	struct sigaction sa;
 	void *v = NULL;
 
+	if (tsan_skip("test_switch_from_handler"))
+		return;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = switch_handler;
 	sa.sa_flags = SA_RESTART;
@@ -647,6 +679,11 @@ static void *tsd_worker(void *arg)
 	return NULL;
 }
 
+static void *idle_thread(void *arg)
+{
+	return arg;
+}
+
 /* The threads of this process, from /proc/self/task. */
 static int nr_tasks(void)
 {
@@ -673,8 +710,12 @@ START_TEST(test_drain_waits_for_threads)
 	struct umcg_worker *w;
 	struct umcg_rt *rt;
 	int before, i;
+	pthread_t th;
 
 	ck_assert_int_eq(pthread_key_create(&tsd_key, tsd_dtor), 0);
+	/* A first thread makes a sanitizer start its own helper thread. */
+	ck_assert_int_eq(pthread_create(&th, NULL, idle_thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	before = nr_tasks();
 	rt = rt_start(2, 0);
 	for (i = 0; i < n; i++) {
@@ -688,7 +729,12 @@ START_TEST(test_drain_waits_for_threads)
 	ck_assert_int_eq(umcg_rt_drain(rt), 0);
 	ck_assert_int_eq(LOAD(&tsd_dtors), n);
 	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
-	ck_assert_int_eq(nr_tasks(), before);
+	/*
+	 * pthread_join() returns once the kernel cleared the thread's tid,
+	 * shortly before /proc drops its entry: by then it ran its last user
+	 * code. A thread really left behind never goes, and fails here.
+	 */
+	WAIT_UNTIL(nr_tasks() == before);
 }
 END_TEST
 
