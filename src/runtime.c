@@ -99,10 +99,44 @@
  * `staged` is taken with an exchange on both sides (the server when C is
  * not running, C itself in worker_finish()), so exactly one of them owns X.
  *
+ * Signal handlers (umcg_unpark() is async-signal-safe): a handler that runs
+ * on worker C and unparks a worker of C's own server must not stage it on
+ * C, nor skip the poke, unless C is RUNNING user code, which will switch
+ * soon. C's `in_rt` is set by C's own thread around every use of `staged`
+ * (yield_self(), the staging in umcg_unpark(), worker_finish() for good);
+ * only C's thread and handlers on it read it. An unpark that finds it set,
+ * or C's state other than plain RUNNING (parked, blocked, preempted, in a
+ * switch), pushes and pokes like a plain thread. The stores need only be
+ * ordered against C's own program order, which the seq_cst accesses next
+ * to them (or an opaque call) give. Every other step of an unpark is a
+ * CAS, a push, clock_gettime() or a kick (a lock-free registry lookup and
+ * a tgkill on the emulation): async-signal-safe.
+ *
+ * Start and stop, the `started` word: STOPPED -> STARTING -> STARTED
+ * (umcg_rt_start) and STARTED -> STOPPING -> STOPPED (umcg_rt_stop, or back
+ * to STARTED when workers are live), all seq_cst. A spawn counts itself in
+ * `live` and then loads `started`; a stop CASes STARTED -> STOPPING and
+ * then loads `live`. Either the spawn sees a non-STARTED word and refuses
+ * with -ENODEV, or the stop sees the spawn's count and gives up. `started`
+ * goes back to STOPPED only after the servers are joined, so no spawn
+ * goes ahead on a runtime without servers.
+ *
  * Detach vs exit, per worker `detach` word: JOINABLE -> DETACHED
  * (umcg_detach) or JOINABLE -> FINISHED (exit). Whoever loses the CAS frees:
- * a detached worker frees itself at exit; detaching a finished worker joins
- * it.
+ * a detached worker hands itself to the zombie list at exit; detaching a
+ * finished worker joins it.
+ *
+ * Zombies: every worker thread is created joinable, so that drain and stop
+ * return only once each worker's thread has ended, thread-local
+ * destructors included. A detached worker at exit pushes itself on
+ * rt->zombies (seq_cst CAS) and then bumps `events` (seq_cst) and wakes
+ * it; it stays counted in `live`. Whoever takes the list (xchg) joins the
+ * threads, frees them and decrements `live`: umcg_rt_drain() and
+ * umcg_rt_stop() blocking, umcg_spawn() only for threads already gone
+ * (pthread_tryjoin_np), pushing the others back. The drainer loads
+ * `events`, takes the list, loads `live`, and futex-waits on `events` with
+ * the value it loaded: a push it did not take, or `live` reaching 0
+ * (which bumps `events` too), came after its load and ends the wait.
  */
 #include <errno.h>
 #include <limits.h>
@@ -134,6 +168,12 @@ enum {
 	PARK_PARKED
 };
 enum {
+	RT_STOPPED,
+	RT_STARTING,
+	RT_STARTED,
+	RT_STOPPING
+};
+enum {
 	DETACH_JOINABLE,
 	DETACH_DETACHED,
 	DETACH_FINISHED
@@ -162,7 +202,10 @@ struct umcg_worker {
 	int park; /* PARK_* */
 	int detach; /* DETACH_* */
 	int done; /* futex: 1 once finished and unregistered */
+	int start_err; /* never ran: what umcg_join() reports */
+	struct umcg_worker *zombie_next; /* on rt->zombies */
 	int in_switch; /* inside yield_self(), state already RUNNABLE */
+	int in_rt; /* own thread only: inside a call that uses `staged` */
 	struct umcg_worker *staged; /* handed the CPU to on our next switch */
 	int preempt_sent; /* server-private: it kicked this worker */
 	int unparked; /* server-private: came back through unpark */
@@ -197,12 +240,16 @@ struct umcg_rt {
 	unsigned int nr;
 	struct server *servers;
 	pid_t owner;
-	int started;
-	int stopping;
-	int live; /* futex: workers spawned and not yet joined or freed */
+	int started; /* RT_*: the lifecycle, see "Start and stop" */
+	int stopping; /* servers may leave once no worker is live */
+	int live; /* workers spawned and not yet joined or reaped */
+	int events; /* futex: bumped when `live` reaches 0 or a zombie comes */
+	struct umcg_worker *zombies; /* finished detached workers to join */
 	unsigned int rr;
 	cpu_set_t cpus;
 };
+
+static void reap_zombies(struct umcg_rt *rt, bool block);
 
 static __thread struct umcg_worker *cur_worker;
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
@@ -232,6 +279,12 @@ static uint64_t clock_ns(clockid_t c)
 
 	clock_gettime(c, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* @a + @b, saturated: a slice end past UINT64_MAX is "never". */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
 }
 
 #define STAT_INC(p) umcg__fetch_add(&(p), 1, umcg__relaxed)
@@ -321,7 +374,8 @@ static int rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr)
 		attr = &def;
 	}
 	if (attr->nr_servers > MAX_SERVERS || !umcg__clock_valid(attr->clock) ||
-	    attr->server_priority < 0 || attr->server_priority > 99)
+	    attr->server_priority < 0 || attr->server_priority > 99 ||
+	    (attr->timeslice_ns && attr->timeslice_ns < UMCG_TIMESLICE_MIN_NS))
 		return -EINVAL;
 	if (attr->policy && (!attr->policy->create || !attr->policy->destroy ||
 			     !attr->policy->enqueue || !attr->policy->pick_next))
@@ -599,7 +653,7 @@ static void resolve_current(struct server *s)
 		s->current = x;
 		x->t_pick = clock_ns(rt->attr.clock);
 		/* A fresh slice from when we learnt of it. */
-		s->slice_end = x->t_pick + rt->attr.timeslice_ns;
+		s->slice_end = add_sat(x->t_pick, rt->attr.timeslice_ns);
 		account_pick(s, x);
 	}
 }
@@ -649,7 +703,7 @@ static uint64_t check_slice(struct server *s, bool expired)
 	else
 		UMCG_TRACE2(preempt, (int)s->idx, c->tid);
 	/* If the kick has not landed a slice from now, kick again. */
-	s->slice_end = now + rt->attr.timeslice_ns;
+	s->slice_end = add_sat(now, rt->attr.timeslice_ns);
 	return s->slice_end;
 }
 
@@ -693,7 +747,7 @@ static void server_loop(struct server *s)
 			umcg__store(&s->handoffs_left, HANDOFF_BUDGET, umcg__relaxed);
 			next->t_pick = clock_ns(clk);
 			if (slice)
-				s->slice_end = next->t_pick + slice;
+				s->slice_end = add_sat(next->t_pick, slice);
 			wake_idle(s);
 		}
 		umcg__store(&s->overtime, 0, umcg__relaxed);
@@ -814,8 +868,8 @@ static void reset_servers(struct umcg_rt *rt)
 
 static int rt_start(struct umcg_rt *rt)
 {
+	int ret = 0, stopped = RT_STOPPED;
 	unsigned int i;
-	int ret = 0;
 
 	if (!rt)
 		return -EINVAL;
@@ -823,7 +877,7 @@ static int rt_start(struct umcg_rt *rt)
 		return -ECHILD;
 	if (cur_worker)
 		return -EDEADLK;
-	if (rt->started)
+	if (!umcg__cas(&rt->started, &stopped, RT_STARTING, umcg__seq_cst))
 		return -EBUSY;
 	for (i = 0; i < rt->nr; i++) {
 		if (pthread_create(&rt->servers[i].thread, NULL, server_main, &rt->servers[i])) {
@@ -840,9 +894,11 @@ static int rt_start(struct umcg_rt *rt)
 	if (ret) {
 		stop_servers(rt, i);
 		reset_servers(rt);
+		umcg__store(&rt->started, RT_STOPPED, umcg__seq_cst);
 		return ret;
 	}
-	rt->started = 1;
+	/* Pairs with the seq_cst load in umcg_spawn(). */
+	umcg__store(&rt->started, RT_STARTED, umcg__seq_cst);
 	return 0;
 }
 
@@ -865,29 +921,38 @@ UMCG_API int umcg_rt_drain(struct umcg_rt *rt)
 		return -ECHILD;
 	if (cur_worker && cur_worker->rt == rt)
 		return -EDEADLK;
-	while ((n = umcg__load(&rt->live, umcg__acquire)) != 0)
-		umcg__futex_wait((uint32_t *)&rt->live, (uint32_t)n, NULL, 0);
-	return 0;
+	for (;;) {
+		/* Before the take and the look at `live`: see "Zombies". */
+		n = umcg__load(&rt->events, umcg__seq_cst);
+		reap_zombies(rt, true);
+		if (!umcg__load(&rt->live, umcg__seq_cst))
+			return 0;
+		umcg__futex_wait((uint32_t *)&rt->events, (uint32_t)n, NULL, 0);
+	}
 }
 
 UMCG_API int umcg_rt_stop(struct umcg_rt *rt)
 {
+	int st = RT_STARTED;
+
 	if (!rt)
 		return -EINVAL;
 	if (forked(rt))
 		return -ECHILD;
 	if (cur_worker && cur_worker->rt == rt)
 		return -EDEADLK;
-	if (!rt->started)
-		return 0;
-	umcg__store(&rt->stopping, 1, umcg__seq_cst);
+	/* seq_cst: the Dekker pair with umcg_spawn() ("Start and stop"). */
+	if (!umcg__cas(&rt->started, &st, RT_STOPPING, umcg__seq_cst))
+		return st == RT_STOPPED ? 0 : -EBUSY;
+	reap_zombies(rt, true);
 	if (umcg__load(&rt->live, umcg__seq_cst)) {
-		umcg__store(&rt->stopping, 0, umcg__seq_cst);
+		umcg__store(&rt->started, RT_STARTED, umcg__seq_cst);
 		return -EBUSY;
 	}
 	stop_servers(rt, rt->nr);
 	reset_servers(rt);
-	rt->started = 0;
+	/* Only now: a spawn that sees STOPPED refuses, as it did STOPPING. */
+	umcg__store(&rt->started, RT_STOPPED, umcg__seq_cst);
 	return 0;
 }
 
@@ -910,10 +975,55 @@ UMCG_API int umcg_rt_destroy(struct umcg_rt *rt)
 
 /* ---- workers ------------------------------------------------------------- */
 
+static void events_bump(struct umcg_rt *rt)
+{
+	/* seq_cst: after the change it announces, before the drainer's
+	 * futex_wait() compares (see "Zombies"). */
+	umcg__fetch_add(&rt->events, 1, umcg__seq_cst);
+	umcg__futex_wake_n((uint32_t *)&rt->events, INT_MAX);
+}
+
 static void live_dec(struct umcg_rt *rt)
 {
-	if (umcg__fetch_add(&rt->live, -1, umcg__acq_rel) == 1)
-		umcg__futex_wake_n((uint32_t *)&rt->live, INT_MAX);
+	if (umcg__fetch_add(&rt->live, -1, umcg__seq_cst) == 1)
+		events_bump(rt);
+}
+
+/* A finished detached worker, or one not yet joinable, goes on the list. */
+static void zombie_push(struct umcg_rt *rt, struct umcg_worker *w)
+{
+	struct umcg_worker *old = umcg__load(&rt->zombies, umcg__relaxed);
+
+	do {
+		w->zombie_next = old;
+		/* Release: zombie_next before the reaper's acquire xchg. */
+	} while (!umcg__cas(&rt->zombies, &old, w, umcg__seq_cst));
+	events_bump(rt);
+}
+
+/*
+ * Join the threads of finished detached workers and free them. @block:
+ * wait for each (drain and stop); else only those whose thread is gone
+ * (spawn), the others go back on the list.
+ */
+static void reap_zombies(struct umcg_rt *rt, bool block)
+{
+	/* Pairs with the seq_cst CAS in zombie_push(). */
+	struct umcg_worker *w = umcg__xchg(&rt->zombies, NULL, umcg__acq_rel), *next;
+	int saved = errno;
+
+	for (; w; w = next) {
+		next = w->zombie_next;
+		if (block)
+			pthread_join(w->thread, NULL);
+		else if (pthread_tryjoin_np(w->thread, NULL)) {
+			zombie_push(rt, w);
+			continue;
+		}
+		free(w);
+		live_dec(rt);
+	}
+	errno = saved;
 }
 
 /*
@@ -925,6 +1035,10 @@ static void yield_self(struct umcg_worker *w, bool exiting)
 {
 	struct umcg_worker *x;
 
+	/* Before the state: a handler that sees in_rt clear and us RUNNING
+	 * interrupted code that is not here (see "Signal handlers"). The
+	 * seq_cst store of the state keeps it first. */
+	umcg__store(&w->in_rt, 1, umcg__relaxed);
 	set_state(&w->task, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT);
 	/* From here on nothing preempts us: see "Direct handoff". */
 	if (exiting)
@@ -937,6 +1051,7 @@ static void yield_self(struct umcg_worker *w, bool exiting)
 	umcg__store(&w->in_switch, 1, umcg__seq_cst);
 	umcg_wait(0, 0);
 	umcg__store(&w->in_switch, 0, umcg__seq_cst);
+	umcg__store(&w->in_rt, 0, umcg__relaxed);
 }
 
 static void worker_finish(void *arg)
@@ -952,6 +1067,8 @@ static void worker_finish(void *arg)
 	 * than hand the CPU on and leave our release to whenever the server
 	 * wakes next.
 	 */
+	/* For good: a handler's unpark must not stage on us any more. */
+	umcg__store(&w->in_rt, 1, umcg__seq_cst);
 	x = umcg__xchg(&w->staged, NULL, umcg__acq_rel);
 	if (x)
 		umcg__runnable_push(&rt->servers[x->server].task, &x->task);
@@ -965,9 +1082,10 @@ static void worker_finish(void *arg)
 		umcg__futex_wake((uint32_t *)&w->done);
 		return;
 	}
-	/* Detached: nobody will join; free ourselves. */
-	free(w);
-	live_dec(rt);
+	/* Detached: nobody joins us; drain, stop or a spawn joins our
+	 * thread and frees us once it has ended (see "Zombies"). We must
+	 * not touch @w after the push. */
+	zombie_push(rt, w);
 }
 
 static void *worker_main(void *arg)
@@ -976,6 +1094,7 @@ static void *worker_main(void *arg)
 	struct umcg_rt *rt = w->rt;
 	sigset_t kick;
 	int sig = umcg_kick_signal();
+	void *ret;
 
 	if (sig > 0) {
 		sigemptyset(&kick);
@@ -994,10 +1113,10 @@ static void *worker_main(void *arg)
 		 * thread so that joiners do not hang. */
 		cur_worker = NULL;
 		w->retval = NULL;
+		w->start_err = -ENODEV;
 		umcg__store(&w->exiting, 1, umcg__relaxed);
 		if (umcg__xchg(&w->detach, DETACH_FINISHED, umcg__acq_rel) == DETACH_DETACHED) {
-			free(w);
-			live_dec(rt);
+			zombie_push(rt, w);
 			return NULL;
 		}
 		umcg__store(&w->done, 1, umcg__release);
@@ -1005,9 +1124,12 @@ static void *worker_main(void *arg)
 		return NULL;
 	}
 	pthread_cleanup_push(worker_finish, w);
-	w->retval = w->fn(w->arg);
+	ret = w->fn(w->arg);
+	w->retval = ret;
 	pthread_cleanup_pop(1);
-	return NULL;
+	/* What pthread_join() in umcg_join() sees, as after pthread_exit();
+	 * from @ret: worker_finish() may have freed @w. */
+	return ret;
 }
 
 static int spawn(struct umcg_rt *rt, struct umcg_worker **wp, const struct umcg_worker_attr *attr,
@@ -1033,7 +1155,9 @@ static int spawn(struct umcg_rt *rt, struct umcg_worker **wp, const struct umcg_
 	    attr->cpu < -1)
 		return -EINVAL;
 	stack = attr->stack_size ? attr->stack_size : DEFAULT_STACK;
-	if (stack < (size_t)PTHREAD_STACK_MIN)
+	/* Above SIZE_MAX / 2, pthread_create()'s page rounding, guard and TLS
+	 * would overflow: refused here rather than by whatever libc says. */
+	if (stack < (size_t)PTHREAD_STACK_MIN || stack > SIZE_MAX / 2)
 		return -EINVAL;
 	if (attr->server >= 0) {
 		idx = (unsigned int)attr->server;
@@ -1046,11 +1170,13 @@ static int spawn(struct umcg_rt *rt, struct umcg_worker **wp, const struct umcg_
 	} else {
 		idx = umcg__fetch_add(&rt->rr, 1, umcg__relaxed) % rt->nr;
 	}
-	/* Counted before the look at `stopping`, and umcg_rt_stop() sets
-	 * `stopping` before it looks at `live` (both seq_cst): a spawn and a
-	 * stop never both go ahead. */
+	/* Counted before the look at the lifecycle, and umcg_rt_stop() leaves
+	 * RT_STARTED before it looks at `live` (both seq_cst): a spawn and a
+	 * stop never both go ahead. See "Start and stop". */
+	if (umcg__load(&rt->zombies, umcg__relaxed))
+		reap_zombies(rt, false);
 	umcg__fetch_add(&rt->live, 1, umcg__seq_cst);
-	if (!rt->started || umcg__load(&rt->stopping, umcg__seq_cst)) {
+	if (umcg__load(&rt->started, umcg__seq_cst) != RT_STARTED) {
 		live_dec(rt);
 		return -ENODEV;
 	}
@@ -1079,8 +1205,7 @@ static int spawn(struct umcg_rt *rt, struct umcg_worker **wp, const struct umcg_
 
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, stack);
-	if (!wp)
-		pthread_attr_setdetachstate(&pa, PTHREAD_CREATE_DETACHED);
+	/* Joinable even if detached: see "Zombies". */
 	ret = pthread_create(&w->thread, &pa, worker_main, w);
 	pthread_attr_destroy(&pa);
 	if (ret) {
@@ -1128,37 +1253,70 @@ static void reap(struct umcg_worker *w, void **retval)
 	live_dec(rt);
 }
 
+struct join_wait {
+	struct umcg_worker *w;
+	bool hooked;
+};
+
+/*
+ * umcg_join()'s caller was cancelled in pthread_join(), which then did
+ * not join: end the blocking section and give the target up as
+ * umcg_detach() does (it frees itself, or is reaped now if it finished).
+ */
+static void join_cancelled(void *arg)
+{
+	struct join_wait *jw = arg;
+
+	if (jw->hooked)
+		umcg_block_end();
+	umcg_detach(jw->w);
+}
+
 UMCG_API int umcg_join(struct umcg_worker *w, void **retval)
 {
+	struct join_wait jw = { w, false };
+	struct umcg_rt *rt;
+	void *v = NULL;
+	int ret, err;
+
 	if (!w)
 		return -EINVAL;
-	if (forked(w->rt))
+	rt = w->rt;
+	if (forked(rt))
 		return -ECHILD;
 	if (w == cur_worker)
 		return -EDEADLK;
 	if (umcg__load(&w->detach, umcg__acquire) == DETACH_DETACHED)
 		return -EINVAL;
-	/* Pairs with the release store of `done` in worker_finish(). */
-	blocking_wait_word(&w->done, 0);
-	reap(w, retval);
-	return 0;
+	/* The cancellation point: see join_cancelled(). */
+	jw.hooked = umcg_block_begin() == 0;
+	pthread_cleanup_push(join_cancelled, &jw);
+	ret = pthread_join(w->thread, &v);
+	pthread_cleanup_pop(0);
+	if (jw.hooked)
+		umcg_block_end();
+	if (ret)
+		return -ret;
+	/* pthread_join() ordered us after everything @w did. */
+	err = w->start_err;
+	if (retval && !err)
+		*retval = v;
+	free(w);
+	live_dec(rt);
+	return err;
 }
 
 UMCG_API int umcg_detach(struct umcg_worker *w)
 {
 	int joinable = DETACH_JOINABLE;
-	pthread_t th;
 
 	if (!w)
 		return -EINVAL;
 	if (forked(w->rt))
 		return -ECHILD;
-	/* Once detached, @w may free itself at any moment: read it first. */
-	th = w->thread;
-	if (umcg__cas(&w->detach, &joinable, DETACH_DETACHED, umcg__acq_rel)) {
-		pthread_detach(th);
-		return 0;
-	}
+	/* Once detached, @w may be freed at any moment. */
+	if (umcg__cas(&w->detach, &joinable, DETACH_DETACHED, umcg__acq_rel))
+		return 0; /* it becomes a zombie when it ends */
 	if (joinable == DETACH_DETACHED)
 		return -EINVAL;
 	/* Already finished: detaching means nobody joins it; reap it now. */
@@ -1183,12 +1341,26 @@ UMCG_API struct umcg_worker *umcg_self(void)
 	return cur_worker;
 }
 
+/*
+ * May the calling worker switch? Not from a signal handler that
+ * interrupted it inside a switch, or while it is parked, blocked or
+ * preempted: its server already holds it aside or on a list.
+ */
+static bool can_switch(struct umcg_worker *w)
+{
+	/* Pairs with the seq_cst transitions of our state by others. */
+	return !umcg__load(&w->in_rt, umcg__relaxed) &&
+	       (umcg__load(&w->task.state, umcg__acquire) & UMCG_TASK_MASK) == UMCG_TASK_RUNNING;
+}
+
 UMCG_API int umcg_yield(void)
 {
 	struct umcg_worker *w = cur_worker;
 
 	if (!w)
 		return -EPERM;
+	if (!can_switch(w))
+		return -EDEADLK;
 	STAT_INC(w->st.yields);
 	yield_self(w, false);
 	return 0;
@@ -1223,9 +1395,13 @@ UMCG_API int umcg_sleep_until(uint64_t deadline)
 
 UMCG_API int umcg_sleep_for(uint64_t ns)
 {
+	uint64_t now;
+
 	if (!cur_worker)
 		return -EPERM;
-	return umcg_sleep_until(umcg_now() + ns);
+	now = umcg_now();
+	/* Saturate: a deadline that wraps would lie in the past. */
+	return umcg_sleep_until(ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
 }
 
 UMCG_API int umcg_park(void)
@@ -1235,6 +1411,8 @@ UMCG_API int umcg_park(void)
 
 	if (!w)
 		return -EPERM;
+	if (!can_switch(w))
+		return -EDEADLK;
 	if (umcg__cas(&w->park, &expected, PARK_NORMAL, umcg__seq_cst))
 		return 0;
 	if (expected != PARK_NORMAL ||
@@ -1300,16 +1478,31 @@ wake:
 	 */
 	s = &w->rt->servers[w->server];
 	UMCG_TRACE2(unpark, w->tid, me ? me->tid : -1);
-	/* A worker of that server will give it the CPU back soon anyway. */
-	same_server = me && me->rt == w->rt && me->server == w->server;
+	/*
+	 * A worker of that server that runs user code will give it the CPU
+	 * back soon anyway. Not so if we are a signal handler that
+	 * interrupted it inside a switch, or while it is parked, blocked or
+	 * preempted (see "Signal handlers"): then we act as a plain thread.
+	 * Those two first: only while we run does no server write
+	 * me->server (handle_list(), pick()); our acquire load of our
+	 * RUNNING state orders its last write before our read.
+	 */
+	same_server = me && !umcg__load(&me->in_rt, umcg__relaxed) &&
+		      (umcg__load(&me->task.state, umcg__acquire) &
+		       (UMCG_TASK_MASK | UMCG_TF_MASK)) == UMCG_TASK_RUNNING &&
+		      me->rt == w->rt && me->server == w->server;
 	w->unparked = 1;
 	umcg__store(&w->task.runnable_ts, clock_ns(w->rt->attr.clock), umcg__relaxed);
 	if (same_server && !umcg__load(&me->staged, umcg__relaxed) && handoff_ok(w->rt, s)) {
 		/*
-		 * Hand the CPU to @w directly at our next switch. seq_cst
-		 * store, then the overtime load: see "Overtime".
+		 * Hand the CPU to @w directly at our next switch. in_rt
+		 * keeps a handler that interrupts us here off `staged`.
+		 * seq_cst store of `staged`, then the overtime load: see
+		 * "Overtime".
 		 */
+		umcg__store(&me->in_rt, 1, umcg__seq_cst);
 		umcg__store(&me->staged, w, umcg__seq_cst);
+		umcg__store(&me->in_rt, 0, umcg__seq_cst);
 		if (umcg__load(&s->overtime, umcg__seq_cst))
 			poke(s);
 		return 0;

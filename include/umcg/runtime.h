@@ -15,6 +15,16 @@
  * process after fork() on a runtime created by the parent return -ECHILD:
  * the child has none of the parent's server or worker threads.
  *
+ * Signal handlers: of the runtime's calls only umcg_unpark(), umcg_self(),
+ * umcg_now(), umcg_worker_tid(), umcg_worker_name(), umcg_worker_priority(),
+ * umcg_worker_deadline() and the stats readers are async-signal-safe.
+ * umcg_yield() and umcg_park() are not: from a handler that interrupted
+ * the worker inside a switch, or while it is parked, blocked or preempted,
+ * they refuse with -EDEADLK and change nothing (the server is never
+ * wedged); a handler that interrupted plain user code of a running worker
+ * may switch, but a park there may end early or turn an interrupted
+ * umcg_park() into a yield. Nothing else may be called from a handler.
+ *
  * Blocking: a worker that sleeps in the kernel frees its server for others
  * on the kernel backend by itself; on the emulation only blocking that goes
  * through umcg_block_begin()/umcg_block_end() or the wrappers of
@@ -43,12 +53,32 @@ struct umcg_policy_ops;
  * Runtime
  * ---------------------------------------------------------------------- */
 
+/*
+ * UMCG_TIMESLICE_MIN_NS - the shortest timeslice umcg_rt_create() takes
+ * (10 us); a shorter one is refused with -EINVAL rather than clamped, so
+ * that a runtime never silently runs with a slice other than the one asked
+ * for. Why a minimum: a slice is timed from the moment the server picks a
+ * worker, and on the emulation the worker shares its server's CPU, so it
+ * runs only once the server is asleep again. A slice shorter than the
+ * server's own pick-and-wait path (a few microseconds, far more on a
+ * loaded VM) is over before the worker gets the CPU: every worker is
+ * preempted before it runs an instruction and the server spins. 10 us
+ * leaves the worker most of its slice on an idle machine; the preemption
+ * itself then costs far more than the slice (see "Why a server priority"),
+ * so slices that short are for tests, not for throughput.
+ */
+#define UMCG_TIMESLICE_MIN_NS 10000ULL
+
 /**
  * struct umcg_rt_attr - how to build a runtime; fill with umcg_rt_attr_init().
  * @nr_servers: number of servers; 0 = one per CPU in the affinity mask of the
  *	thread calling umcg_rt_create(). At most 1024.
  * @timeslice_ns: preemption timeslice; 0 = cooperative (a worker runs until
- *	it yields, blocks, parks or exits). A worker is preempted when its
+ *	it yields, blocks, parks or exits). Otherwise at least
+ *	UMCG_TIMESLICE_MIN_NS; any larger value up to UINT64_MAX is taken, and
+ *	a slice whose end would pass UINT64_MAX ns of @clock ends there (in
+ *	effect never: the worker runs until it stops by itself, as in a
+ *	cooperative runtime). A worker is preempted when its
  *	slice is over and another worker waits for its server; while none
  *	waits it runs on, and the first one to arrive preempts it at once.
  *	(A policy without nr_queued() cannot tell: then every slice end
@@ -104,8 +134,9 @@ UMCG_API void umcg_rt_attr_init(struct umcg_rt_attr *attr);
  * Several runtimes may live in one process; each has its own servers and
  * workers.
  *
- * Return: 0; -EINVAL for a NULL @rtp, a bad attribute, or a policy missing a
- *  required callback; -ENOMEM; the errors of umcg_backend_active().
+ * Return: 0; -EINVAL for a NULL @rtp, a bad attribute (a timeslice below
+ *  UMCG_TIMESLICE_MIN_NS among them), or a policy missing a required
+ *  callback; -ENOMEM; the errors of umcg_backend_active().
  * Context: any thread.
  */
 UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr);
@@ -115,7 +146,8 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
  * @rt: the runtime.
  *
  * Return: 0 once every server is registered and waiting for work; -EINVAL
- *  for NULL; -EBUSY if already started; -EAGAIN if a thread could not be
+ *  for NULL; -EBUSY if already started (or being started or stopped by
+ *  another thread); -EAGAIN if a thread could not be
  *  created; -EPERM if @server_priority asks for SCHED_FIFO and the process
  *  may not have it; -EDEADLK from a worker; -ECHILD after fork(). On an
  *  error no server is left running.
@@ -128,7 +160,9 @@ UMCG_API int umcg_rt_start(struct umcg_rt *rt);
  * @rt: the runtime.
  *
  * Joinable workers count until they are joined. New workers may be spawned
- * while draining (by workers, say); drain returns when the count reaches 0.
+ * while draining (by workers, say); drain returns when the count reaches 0
+ * and every detached worker's thread has ended, its thread-local
+ * destructors included (drain joins those threads).
  *
  * Return: 0; -EINVAL for NULL; -EDEADLK when called by one of @rt's workers;
  *  -ECHILD after fork().
@@ -141,7 +175,8 @@ UMCG_API int umcg_rt_drain(struct umcg_rt *rt);
  * @rt: the runtime.
  *
  * Return: 0 (also if never started or already stopped); -EINVAL for NULL;
- *  -EBUSY if workers are alive (drain first); -EDEADLK from a worker of @rt;
+ *  -EBUSY if workers are alive (drain first), or another thread is starting
+ *  or stopping @rt; -EDEADLK from a worker of @rt;
  *  -ECHILD after fork().
  * Context: any thread that is not one of @rt's workers.
  */
@@ -151,7 +186,8 @@ UMCG_API int umcg_rt_stop(struct umcg_rt *rt);
  * umcg_rt_destroy() - stop @rt if needed and free it.
  * @rt: the runtime, or NULL (then nothing happens).
  *
- * In a child after fork() it only frees the memory.
+ * In a child after fork() it only frees the memory. Once it returns 0, no
+ * thread of @rt is left: servers and detached workers' threads are joined.
  *
  * Return: 0; -EBUSY if workers are alive (nothing is freed); -EDEADLK from
  *  a worker of @rt.
@@ -179,7 +215,11 @@ UMCG_API unsigned int umcg_rt_nr_servers(const struct umcg_rt *rt);
 /**
  * struct umcg_worker_attr - how to spawn a worker; fill with
  * umcg_worker_attr_init().
- * @stack_size: bytes; 0 = 256 KiB. At least PTHREAD_STACK_MIN.
+ * @stack_size: bytes; 0 = 256 KiB. At least PTHREAD_STACK_MIN and at most
+ *	SIZE_MAX / 2: above that, rounding to pages and adding the guard page
+ *	and the thread's TLS would overflow, so umcg_spawn() refuses such a
+ *	size (SIZE_MAX, say) with -EINVAL. A size below that but too large to
+ *	map gives -EAGAIN.
  * @priority: for priority policies, 0 (lowest) to %UMCG_PRIORITY_MAX; default 0.
  * @server: the server to start on, -1 (default) = the policy's choice.
  * @cpu: start on the server pinned to this CPU; -1 (default) = any. If both
@@ -217,8 +257,10 @@ typedef void *(*umcg_worker_fn)(void *arg);
  * @arg: its argument.
  *
  * Return: 0; -EINVAL for a NULL @rt or @fn, a bad attribute (an out-of-range
- *  server or priority, a CPU with no server); -ENODEV if @rt is not started
- *  or is stopping; -EAGAIN/-ENOMEM if the thread could not be created;
+ *  server, priority or stack size, a CPU with no server); -ENODEV if @rt is
+ *  not started or is stopping (also when the spawn races umcg_rt_stop():
+ *  either the stop fails with -EBUSY or the spawn with -ENODEV, and a
+ *  worker whose spawn returned 0 always runs); -EAGAIN/-ENOMEM if the thread could not be created;
  *  -ECHILD after fork().
  * Context: any thread, including workers of @rt.
  */
@@ -233,8 +275,20 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
  *
  * A worker calling this gives its server to others while it waits.
  *
+ * What @retval gets, as pthread_join() reports it: the function's return
+ * value; the value given to umcg_exit() or to pthread_exit() in the
+ * worker; PTHREAD_CANCELED if the worker was cancelled.
+ *
+ * umcg_join() is a cancellation point, like pthread_join(). If the caller
+ * is cancelled in it, @w is not joined: it is detached instead (it frees
+ * itself when it finishes, or is freed then if it had finished), so that
+ * umcg_rt_drain() and umcg_rt_destroy() still work; @w must not be used
+ * again.
+ *
  * Return: 0; -EINVAL for NULL or a detached worker; -EDEADLK if @w is the
- *  caller; -ECHILD after fork().
+ *  caller; -ENODEV if @w never ran (its runtime was stopped before it
+ *  started; not possible after a successful umcg_spawn() into a started
+ *  runtime), @w is freed all the same; -ECHILD after fork().
  * Context: any thread.
  */
 UMCG_API int umcg_join(struct umcg_worker *w, void **retval);
@@ -268,7 +322,12 @@ UMCG_API struct umcg_worker *umcg_self(void);
 
 /**
  * umcg_yield() - let the server run someone else; the caller is queued again.
- * Return: 0; -EPERM if the caller is not a runtime worker.
+ *
+ * Not async-signal-safe (see the header comment).
+ *
+ * Return: 0; -EPERM if the caller is not a runtime worker; -EDEADLK from a
+ *  signal handler that interrupted the worker inside a runtime switch, or
+ *  while it is parked, blocked or preempted (nothing changes).
  * Context: a worker.
  */
 UMCG_API int umcg_yield(void);
@@ -285,6 +344,9 @@ UMCG_API int umcg_sleep_until(uint64_t deadline);
 
 /**
  * umcg_sleep_for() - sleep for @ns nanoseconds; see umcg_sleep_until().
+ * @ns: the length of the sleep; a deadline past UINT64_MAX ns of the
+ *	runtime clock saturates there (UINT64_MAX sleeps for ever, in effect).
+ * Return: 0; -EPERM if the caller is not a runtime worker.
  * Context: a worker.
  */
 UMCG_API int umcg_sleep_for(uint64_t ns);
@@ -298,7 +360,10 @@ UMCG_API int umcg_sleep_for(uint64_t ns);
  * return at once. Building block for queues, mutexes and channels between
  * workers.
  *
- * Return: 0; -EPERM if the caller is not a runtime worker.
+ * Not async-signal-safe (see the header comment).
+ *
+ * Return: 0; -EPERM if the caller is not a runtime worker; -EDEADLK as for
+ *  umcg_yield() (nothing changes, a permit is not consumed).
  * Context: a worker.
  */
 UMCG_API int umcg_park(void);
@@ -313,8 +378,13 @@ UMCG_API int umcg_park(void);
  * the runtime must not be destroyed while an unpark into it may be under
  * way on another thread.
  *
+ * Async-signal-safe on every path: a signal handler may call it, on any
+ * thread, including a worker of @w's own server while that worker runs,
+ * parks, blocks or is inside another runtime call; the wake-up is never
+ * lost or held back until that worker switches.
+ *
  * Return: 0; -EINVAL for NULL; -ECHILD after fork().
- * Context: any thread.
+ * Context: any thread, and signal handlers.
  */
 UMCG_API int umcg_unpark(struct umcg_worker *w);
 
