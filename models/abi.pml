@@ -260,7 +260,7 @@ loop:
 			if :: cur[s] == w + 1 -> cur[s] = 0 :: else fi;
 			assert(!(rq[s] & BIT(w)));
 			rq[s] = rq[s] | BIT(w)
-		:: else -> break
+		:: else -> w = 0; break
 		od;
 		/* resolve_current(): not RUNNING, it shows up on the list */
 		if :: cur[s] != 0 && (st[cur[s] - 1] & MASK) != RUNNING -> cur[s] = 0
@@ -345,6 +345,7 @@ loop:
 	:: else
 	fi;
 	expired = (ret == ETIMEDOUT);
+	atomic { ret = 0; ok = 0; s_ = 0; h = 0; w = 0; next = 0; timed = 0 };
 	goto loop
 }
 
@@ -400,6 +401,7 @@ proctype worker(byte w)
 	WAKE_SERVER;
 	return_to_user(w);
 user:
+	atomic { s_ = 0; h = 0; ret = 0; ok = 0 };
 progress:
 	skip;
 compute:

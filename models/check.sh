@@ -71,14 +71,14 @@ ccflags=(-O2 -w -DCOLLAPSE -DMEMLIM=2048 "${defs[@]}")
 case "$kind" in
 safety)
 	ccflags+=(-DSAFETY -DNOCLAIM)
-	runflags=(-m2000000)
+	runflags=(-m20000000)
 	;;
 liveness)
 	if [ "$model" = abi ]; then
 		ccflags+=(-DNP)
-		runflags=(-m2000000 -l -f)
+		runflags=(-m20000000 -l -f)
 	else
-		runflags=(-m2000000 -a -f -N no_stuck)
+		runflags=(-m20000000 -a -f -N no_stuck)
 	fi
 	;;
 *)

@@ -214,7 +214,8 @@ inline yield_self(w, ex)
 	in_sw[w] = 1;
 	worker_wait(w);
 	drain(w);
-	in_sw[w] = 0
+	in_sw[w] = 0;
+	atomic { x = 0; ok = 0 }
 }
 
 /* runtime.c:umcg_park() */
@@ -230,6 +231,7 @@ inline park_self(w)
 		:: else -> atomic { if :: park[w] == PERMIT -> park[w] = NORMAL :: else fi }
 		fi
 	fi
+	atomic { p = 0; ok = 0 }
 }
 
 /*
@@ -260,6 +262,7 @@ inline unpark(uw, ume)
 			:: ume < T && SRV(ume) == SRV(uw) && OWN_STAGED(ume) == 0 ->
 				if
 				:: /* handoff_ok(): stage it */
+					assert(onl[uw] == 0 && !(rq[SRV(uw)] & BIT(uw)) && !held[uw]);
 #ifndef M_STAGED_STORE_RELAXED
 					staged[ume] = uw + 1;
 #else
@@ -289,6 +292,7 @@ inline unpark(uw, ume)
 		:: else
 		fi
 	od
+	atomic { p = 0; ok = 0 }
 }
 
 /* runtime.c:worker_finish(), then the thread ends as a plain thread. */
@@ -372,6 +376,7 @@ proctype server(byte s)
 	byte sst, in, seen;
 
 loop:
+	atomic { w = 0; c = 0; x = 0; i = 0; ok = 0; handed = 0; sst = 0; in = 0; next = 0 };
 	st[s] = RUNNABLE | CW;
 	atomic { list = head[s]; head[s] = 0 };
 	/* resolve_current(): before the list */
@@ -406,7 +411,11 @@ loop:
 		atomic { x = staged[c]; staged[c] = 0 };
 		if
 		:: x == 0 -> break
-		:: !handed -> rq[s] = rq[s] | BIT(x - 1); break
+		:: !handed ->
+			assert(onl[x - 1] == 0 && !(rq[s] & BIT(x - 1)) && !held[x - 1] &&
+			       (st[x - 1] & MASK) != RUNNING);
+			rq[s] = rq[s] | BIT(x - 1);
+			break
 		:: else -> cur[s] = x
 		fi
 	od;
@@ -553,8 +562,9 @@ stopped:
 /* ---- properties -------------------------------------------------------- */
 
 #define RUN(w) ((st[w] & MASK) == RUNNING)
-#define STG(w) ((staged[NS] == (w) + 1) + (staged[NS + 1] == (w) + 1) + (NW > 2 && staged[T - 1] == (w) + 1))
-#define WHERE(w) (onl[w] + ((rq[SRV(w)] & BIT(w)) != 0) + held[w] + STG(w))
+/* staged is checked where it is set and taken (a slot whose handoff
+ * happened stays set, stale, until the server takes it) */
+#define WHERE(w) (onl[w] + ((rq[SRV(w)] & BIT(w)) != 0) + held[w])
 #define OK(w) (WHERE(w) <= 1 && (!RUN(w) || onl[w] + ((rq[SRV(w)] & BIT(w)) != 0) + held[w] == 0))
 #if NS == 1
 /* a released exiting worker runs on as a plain thread (runtime.c "Worker exit") */
