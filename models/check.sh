@@ -86,7 +86,10 @@ liveness)
 	exit 2
 	;;
 esac
-"$cc" "${ccflags[@]}" -o pan pan.c
+if ! "$cc" "${ccflags[@]}" -o pan pan.c; then
+	echo "pan.c did not compile" >&2
+	exit 2
+fi
 start=$(date +%s)
 ./pan "${runflags[@]}" >pan.log 2>&1 || true
 end=$(date +%s)

@@ -26,8 +26,6 @@ mutants=(
 	"M_NEXT_TID_KEPT|abi 1x3 safety|emulated.c e_wait() 6, 7: umcg__store(&ut->next_tid, 0) removed"
 	"M_WAKE_BEFORE_PUSH|abi 1x3 safety|emulated.c e_wait() 5: enqueue_self() and wake_server() swapped"
 	"M_NO_COND_WAIT_EXEMPT|abi 1x3 safety|emulated.c return_to_user(): the RUNNABLE|TF_COND_WAIT re-check removed"
-	"M_BLOCK_NO_WAKE|abi 1x3 safety|emulated.c e_block_begin(): wake_server() removed"
-	"M_WAKE_NO_FUTEX_WAKE|abi 1x3 safety|emulated.c wake_task(): umcg__futex_wake() removed"
 	"M_OT_STORE_RELAXED|rt 1x3 liveness|runtime.c overtime_ok(): the seq_cst store overtime = 1 made relaxed (barrier dropped)"
 	"M_STAGED_STORE_RELAXED|rt 1x3 liveness|runtime.c umcg_unpark(): the seq_cst store me->staged = w made relaxed (barrier dropped)"
 	"M_UNPARK_OT_BEFORE_PUSH|rt 1x3 liveness|runtime.c umcg_unpark(): the overtime load moved before umcg__runnable_push()"
