@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# models/check.sh - verify one SPIN model exhaustively at one scope.
+#
+#   models/check.sh MODEL SCOPE KIND [-DNAME...]
+#
+# MODEL  abi (abi.pml) or rt (rt.pml)
+# SCOPE  1x3 or 2x2 (servers x workers); abi also takes 2x4 (stress)
+# KIND   safety    assertions and invalid end states (lost wake-ups)
+#        liveness  under weak fairness: abi, non-progress cycles (-DNP,
+#                  pan -l -f); rt, acceptance cycles of its LTL claim
+#                  no_stuck (pan -a -f)
+# -D...  passed to spin and the C compiler: a mutant (see mutate.sh)
+#
+# Exit: 0 verified, 1 an error was found (the trail is kept in the work
+# directory, printed on stderr, for spin -t), 2 incomplete search or usage,
+# 77 spin or a C compiler is missing. Prints pan's summary line by line.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+if [ $# -lt 3 ]; then
+	echo "usage: $0 abi|rt 1x3|2x2|2x4 safety|liveness [-DNAME...]" >&2
+	exit 2
+fi
+model="$1" scope="$2" kind="$3"
+shift 3
+
+if ! command -v spin >/dev/null 2>&1; then
+	echo "spin not found: skipped (Debian package spin)"
+	exit 77
+fi
+cc="${CC:-cc}"
+if ! command -v "$cc" >/dev/null 2>&1; then
+	echo "no C compiler ($cc): skipped"
+	exit 77
+fi
+
+case "$model/$scope" in
+abi/1x3) defs=(-DNS=1 -DNW=3) ;;
+abi/2x2) defs=(-DNS=2 -DNW=2) ;;
+abi/2x4) defs=(-DNS=2 -DNW=4) ;;
+rt/1x3) defs=(-DNS=1) ;;
+rt/2x2) defs=(-DNS=2) ;;
+*)
+	echo "unknown model/scope $model/$scope" >&2
+	exit 2
+	;;
+esac
+defs+=("$@")
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/umcg-model.XXXXXX")"
+keep=0
+cleanup() {
+	if [ "$keep" -eq 0 ]; then
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+
+cp "$here/$model.pml" "$work/"
+cd "$work"
+spin "${defs[@]}" -a "$model.pml" >spin.log 2>&1 || {
+	cat spin.log >&2
+	exit 2
+}
+
+# -DCOLLAPSE: compressed state vectors; the search is still exhaustive.
+ccflags=(-O2 -w -DCOLLAPSE -DMEMLIM=4096 "${defs[@]}")
+# The DFS stack is allocated up front (about 53 bytes a step): abi.pml runs
+# deep, the scripted rt.pml is shallow.
+if [ "$model" = abi ]; then depth=-m10000000; else depth=-m1000000; fi
+case "$kind" in
+safety)
+	ccflags+=(-DSAFETY -DNOCLAIM)
+	runflags=("$depth")
+	;;
+liveness)
+	if [ "$model" = abi ]; then
+		ccflags+=(-DNP)
+		runflags=("$depth" -l -f)
+	else
+		runflags=("$depth" -a -f -N no_stuck)
+	fi
+	;;
+*)
+	echo "unknown kind $kind" >&2
+	exit 2
+	;;
+esac
+if ! "$cc" "${ccflags[@]}" -o pan pan.c; then
+	echo "pan.c did not compile" >&2
+	exit 2
+fi
+start=$(date +%s)
+./pan "${runflags[@]}" >pan.log 2>&1 || true
+end=$(date +%s)
+
+echo "== $model $scope $kind ${*:-} ($((end - start)) s)"
+grep -E 'errors:|states, stored|transitions \(|depth reached|max search depth too small|out of memory|pan: |assertion violated|invalid end state|cycle' pan.log || true
+
+if grep -q 'max search depth too small\|out of memory' pan.log; then
+	echo "incomplete search" >&2
+	exit 2
+fi
+errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.log | tail -n 1)
+if [ -z "$errors" ]; then
+	cat pan.log >&2
+	exit 2
+fi
+if [ "$errors" -ne 0 ]; then
+	keep=1
+	echo "trail kept: cd $work && spin ${defs[*]} -t -p $model.pml" >&2
+	exit 1
+fi
+exit 0
