@@ -150,10 +150,22 @@ static int wake_task(struct umcg_task *t)
 	return 0;
 }
 
+/*
+ * The ABI block of a record another thread looked up. A record can be
+ * recycled for a new registration while a stale lookup still reads it
+ * (registry.h), so `ut` is read and written as a relaxed atomic: the reader
+ * gets the old or the new block, both of which it may touch, and re-checks
+ * the record's tid before it acts on the thread.
+ */
+static struct umcg_task *ut_of(struct umcg__etask *e)
+{
+	return umcg__load(&e->ut, umcg__relaxed);
+}
+
 /* Waking a server that is not RUNNABLE is fine: it is awake already. */
 static void wake_server(struct umcg__etask *srv)
 {
-	wake_task(srv->ut);
+	wake_task(ut_of(srv));
 }
 
 /*
@@ -215,7 +227,7 @@ static void stamp_runnable(struct umcg__etask *e)
 static void enqueue_self(struct umcg__etask *e, struct umcg__etask *srv)
 {
 	follow_server(e, srv);
-	umcg__runnable_push(srv->ut, e->ut);
+	umcg__runnable_push(ut_of(srv), e->ut);
 }
 
 /* The server a worker names, if it is a registered server. */
@@ -224,7 +236,7 @@ static struct umcg__etask *server_of(struct umcg__etask *e)
 	pid_t tid = (pid_t)umcg__load(&e->ut->server_tid, umcg__relaxed);
 	struct umcg__etask *srv = umcg__registry_lookup(tid);
 
-	return (srv && !srv->worker) ? srv : NULL;
+	return (srv && !umcg__load(&srv->worker, umcg__relaxed)) ? srv : NULL;
 }
 
 /*
@@ -469,7 +481,7 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 	/* §4 rule 9 */
 	if (worker) {
 		srv = umcg__registry_lookup((pid_t)self->server_tid);
-		if (!srv || srv->worker)
+		if (!srv || umcg__load(&srv->worker, umcg__relaxed))
 			return -ESRCH;
 	} else if ((pid_t)self->server_tid != tid) {
 		return -ESRCH;
@@ -485,8 +497,8 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 	e = umcg__etask_alloc();
 	if (!e)
 		return -ENOMEM;
-	e->ut = self;
-	e->worker = worker;
+	umcg__store(&e->ut, self, umcg__relaxed); /* see ut_of() */
+	umcg__store(&e->worker, worker, umcg__relaxed); /* read by stale lookups too */
 	e->clock = clock;
 	if (!worker)
 		e->have_affinity = umcg__syscall6(SYS_sched_getaffinity, 0, sizeof(e->affinity),
@@ -580,7 +592,7 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 	if (e->worker) {
 		/* §5 rule 5 */
 		enqueue_self(e, srv);
-		if (next && !wake_task(next->ut)) {
+		if (next && !wake_task(ut_of(next))) {
 			umcg__store(&ut->next_tid, 0, umcg__relaxed);
 		} else {
 			if (next)
@@ -589,7 +601,7 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 		}
 	} else if (next) {
 		/* §5 rules 6-7 */
-		if (wake_task(next->ut)) {
+		if (wake_task(ut_of(next))) {
 			xition(ut, UMCG_TASK_RUNNABLE, UMCG_TASK_RUNNING);
 			ret = -EAGAIN;
 			goto out;
@@ -616,7 +628,7 @@ static bool kick_acts(const struct umcg__etask *t, uint32_t s)
 	uint32_t st = s & UMCG_TASK_MASK;
 
 	if (st == UMCG_TASK_RUNNING)
-		return t->worker && (s & UMCG_TF_PREEMPT);
+		return umcg__load(&t->worker, umcg__relaxed) && (s & UMCG_TF_PREEMPT);
 	return !(st == UMCG_TASK_RUNNABLE && (s & UMCG_TF_COND_WAIT));
 }
 
@@ -631,12 +643,12 @@ static int e_kick(uint32_t flags, pid_t tid)
 		return -EINVAL;
 	/* Dekker with return_to_user(): see 3. in the header comment. */
 	if (umcg__load(&t->in_lib, umcg__seq_cst)) {
-		umcg__futex_wake(&t->ut->state);
+		umcg__futex_wake(&ut_of(t)->state);
 		return 0;
 	}
 	if (umcg__load(&t->in_block, umcg__seq_cst))
 		return 0;
-	s = umcg__load(&t->ut->state, umcg__seq_cst);
+	s = umcg__load(&ut_of(t)->state, umcg__seq_cst);
 	if (!kick_acts(t, s))
 		return 0;
 	/* The record may have been recycled for another thread since the
@@ -680,7 +692,7 @@ static int e_block_begin(void)
 	next = next_tid ? umcg__registry_lookup(next_tid) : NULL;
 	if (next_tid)
 		umcg__store(&ut->next_tid, 0, umcg__relaxed);
-	if (!next || wake_task(next->ut))
+	if (!next || wake_task(ut_of(next)))
 		wake_server(srv);
 	/* BLOCKED is a state of "inside the kernel": no return_to_user(). */
 	umcg__store(&e->in_lib, 0, umcg__seq_cst);

@@ -55,7 +55,7 @@ struct umcg__etask *umcg__etask_alloc(void)
 	/* A stale reader only trusts the record after it has seen its own
 	 * tid in it (before and after its reads); `ut` is left as it was, so
 	 * such a reader never finds NULL there. */
-	e->worker = false;
+	umcg__store(&e->worker, false, umcg__relaxed);
 	e->clock = CLOCK_MONOTONIC;
 	umcg__store(&e->in_lib, 0, umcg__relaxed);
 	umcg__store(&e->in_block, 0, umcg__relaxed);

@@ -28,8 +28,8 @@
  */
 struct umcg__etask {
 	pid_t tid; /* 0 while free */
-	struct umcg_task *ut; /* the thread's ABI block */
-	bool worker; /* registered with UMCG_CTL_WORKER */
+	struct umcg_task *ut; /* the thread's ABI block; relaxed atomic (ut_of()) */
+	bool worker; /* registered with UMCG_CTL_WORKER; relaxed atomic */
 	clockid_t clock; /* registration clock */
 	int in_lib; /* inside an emulated call: kicks wake, not signal */
 	int in_block; /* between umcg_block_begin() and _end() */

@@ -1093,7 +1093,7 @@ static void *worker_main(void *arg)
 	struct umcg_worker *w = arg;
 	struct umcg_rt *rt = w->rt;
 	sigset_t kick;
-	int sig = umcg_kick_signal();
+	int sig = umcg_kick_signal(), reg;
 	void *ret;
 
 	if (sig > 0) {
@@ -1108,12 +1108,14 @@ static void *worker_main(void *arg)
 		pthread_setname_np(pthread_self(), w->name);
 	w->task.state = UMCG_TASK_BLOCKED;
 	w->task.server_tid = (uint32_t)rt->servers[w->server].tid;
-	if (umcg_ctl(UMCG_CTL_REGISTER | UMCG_CTL_WORKER, &w->task, rt->attr.clock)) {
-		/* Cannot happen with a running runtime; finish as a plain
-		 * thread so that joiners do not hang. */
+	reg = umcg_ctl(UMCG_CTL_REGISTER | UMCG_CTL_WORKER, &w->task, rt->attr.clock);
+	if (reg) {
+		/* The runtime was stopped under us (-ESRCH: no server), or the
+		 * emulation could not allocate our record (-ENOMEM). Finish as
+		 * a plain thread so that joiners do not hang, and tell them. */
 		cur_worker = NULL;
 		w->retval = NULL;
-		w->start_err = -ENODEV;
+		w->start_err = reg == -ENOMEM ? -ENOMEM : -ENODEV;
 		umcg__store(&w->exiting, 1, umcg__relaxed);
 		if (umcg__xchg(&w->detach, DETACH_FINISHED, umcg__acq_rel) == DETACH_DETACHED) {
 			zombie_push(rt, w);

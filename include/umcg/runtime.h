@@ -286,9 +286,12 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
  * again.
  *
  * Return: 0; -EINVAL for NULL or a detached worker; -EDEADLK if @w is the
- *  caller; -ENODEV if @w never ran (its runtime was stopped before it
- *  started; not possible after a successful umcg_spawn() into a started
- *  runtime), @w is freed all the same; -ECHILD after fork().
+ *  caller; -ENODEV if @w never ran because its runtime was stopped before
+ *  it started (not possible after a successful umcg_spawn() into a started
+ *  runtime); -ENOMEM if @w never ran because the emulation could not
+ *  allocate its registration record (the worker registers in its own
+ *  thread, after umcg_spawn() returned); in both cases @w is freed all the
+ *  same; -ECHILD after fork().
  * Context: any thread.
  */
 UMCG_API int umcg_join(struct umcg_worker *w, void **retval);

@@ -36,14 +36,13 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "h_atomic.h"
+
 /* The liveness bound before CK_TIMEOUT_MULTIPLIER: 5 s. */
 #define H_LIVENESS_NS UINT64_C(5000000000)
 
 /* How long a watchdog lets a counter stand still: 2 s before the multiplier. */
 #define H_WATCHDOG_STALL_MS 2000U
-
-/* h_atomic() - the plain ABI word *@p seen as an _Atomic object. */
-#define h_atomic(p) ((_Atomic __typeof__(*(p)) *)(p))
 
 /* h_timeout_multiplier() - CK_TIMEOUT_MULTIPLIER, at least 1. */
 double h_timeout_multiplier(void);

@@ -73,12 +73,13 @@
 #include <umcg/umcg.h>
 
 #include "fuzz.h"
+#include "h_atomic.h"
 
 #define FZ_MAX_SECTIONS 4
 #define FZ_MAX_OPS 24
 
-#define ld(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#define st(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define ld(p) atomic_load_explicit(h_atomic((p)), memory_order_seq_cst)
+#define st(p, v) atomic_store_explicit(h_atomic((p)), (v), memory_order_seq_cst)
 
 /* ---- input ---------------------------------------------------------------- */
 
@@ -110,9 +111,9 @@ static uint32_t fz_u32(struct fz_in *in)
 
 /* ---- failure, time, the watchdog ----------------------------------------- */
 
-static const char *fz_phase = "idle"; /* __atomic: read by the watchdog */
-static uint64_t fz_deadline; /* __atomic: 0 = nothing watched */
-static void (*fz_dump)(void); /* __atomic: describes the current scenario */
+static const char *fz_phase = "idle"; /* atomic: read by the watchdog */
+static uint64_t fz_deadline; /* atomic: 0 = nothing watched */
+static void (*fz_dump)(void); /* atomic: describes the current scenario */
 
 static void fz_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 3, 4)));
@@ -172,7 +173,8 @@ static int fz_errno_seed = 7; /* per thread would be nicer; any value will do */
 static int fz_errno_marker(void)
 {
 	/* Relaxed: just a value that no call would produce by chance. */
-	return 1000 + __atomic_fetch_add(&fz_errno_seed, 1, __ATOMIC_RELAXED) % 1000;
+	return 1000 +
+	       atomic_fetch_add_explicit(h_atomic(&fz_errno_seed), 1, memory_order_relaxed) % 1000;
 }
 
 static pid_t fz_gettid(void)
@@ -719,8 +721,8 @@ static void scenario_garbage(struct fz_in *in)
 struct b_worker {
 	struct umcg_task task; /* first: 64-byte aligned, worker_of() */
 	int idx, srv;
-	pid_t tid; /* __atomic: written before registering */
-	int done; /* __atomic: unregistered, gone from the protocol */
+	pid_t tid; /* atomic: written before registering */
+	int done; /* atomic: unregistered, gone from the protocol */
 	int queued; /* its server only */
 	struct b_worker *qnext; /* its server only */
 	unsigned int nops;
@@ -731,8 +733,8 @@ struct b_worker {
 struct b_server {
 	struct umcg_task task;
 	int idx;
-	pid_t tid; /* __atomic */
-	int up; /* __atomic: registered */
+	pid_t tid; /* atomic */
+	int up; /* atomic: registered */
 	uint64_t slice_ns; /* 0: cooperative */
 	struct b_worker *head, *tail, *current;
 	unsigned long switches, preempts; /* server only */
@@ -743,29 +745,8 @@ static struct b_state {
 	struct b_server s[B_SERVERS];
 	struct b_worker w[B_WORKERS];
 	int nservers, nworkers;
-	int nregistered; /* __atomic */
+	int nregistered; /* atomic */
 } B;
-
-/*
- * Under ThreadSanitizer, scenario B lets no worker leave before every
- * worker has registered. The emulation has a known race there (see
- * README.md, "Findings"): a kick that looked up a task record just before
- * that task unregistered reads the record's `ut` pointer while a new
- * registration, which got the record from the free list, writes it. TSan
- * reports it, and its report changes errno in the registering thread, so
- * the smoke suite would fail in the tsan preset until emulated.c is fixed.
- * The other builds keep the race in play. Remove this once it is fixed.
- */
-#if defined(__SANITIZE_THREAD__)
-#define FZ_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FZ_TSAN 1
-#endif
-#endif
-#ifndef FZ_TSAN
-#define FZ_TSAN 0
-#endif
 
 static void b_dump(void)
 {
@@ -1022,24 +1003,18 @@ static void *b_worker_main(void *arg)
 	st(&w->tid, fz_gettid());
 	/* Returns once our server has run us. */
 	FZ_CALL(ret, umcg_ctl(UMCG_CTL_REGISTER | UMCG_CTL_WORKER, &w->task, CLOCK_MONOTONIC), 0);
-	__atomic_add_fetch(&B.nregistered, 1, __ATOMIC_SEQ_CST);
+	atomic_fetch_add_explicit(h_atomic(&B.nregistered), 1, memory_order_seq_cst);
 	for (i = 0; i < w->nops; i++)
 		b_worker_op(w, w->ops[i]);
-	while (FZ_TSAN && ld(&B.nregistered) < B.nworkers) {
-		/* Yield, so that the workers of our server can register. */
-		st(&w->task.state, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT);
-		FZ_CALL(ret, umcg_wait(0, 0), 0);
-	}
 	/* Leave: the exit protocol of examples/raw_scheduler.c. */
 	FZ_CALL(ret, umcg_ctl(UMCG_CTL_UNREGISTER, NULL, 0), 0);
 	/* Pairs with the server's seq_cst state store and done load. */
 	st(&w->done, 1);
 	ss = ld(&s->task.state);
 	while ((ss & UMCG_TASK_MASK) == UMCG_TASK_RUNNABLE &&
-	       !__atomic_compare_exchange_n(&s->task.state, &ss,
-					    (ss & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) |
-						    UMCG_TASK_RUNNING,
-					    false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+	       !atomic_compare_exchange_strong(h_atomic(&s->task.state), &ss,
+					       (ss & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) |
+						       UMCG_TASK_RUNNING))
 		;
 	FZ_CALL(ret, umcg_kick(0, s->tid), 0, -ESRCH);
 	return NULL;
@@ -1115,14 +1090,14 @@ static void scenario_raw(struct fz_in *in)
 #define C_CHILDREN 8
 
 struct c_worker {
-	struct umcg_worker *h; /* __atomic: published after spawn */
+	struct umcg_worker *h; /* atomic: published after spawn */
 	int idx;
 	bool child;
 	bool use_exit;
 	unsigned int nops;
 	uint8_t ops[FZ_MAX_OPS];
-	int started; /* __atomic */
-	int script_done; /* __atomic */
+	int started; /* atomic */
+	int script_done; /* atomic */
 };
 
 static struct c_state {
@@ -1131,9 +1106,9 @@ static struct c_state {
 	struct c_worker w[C_WORKERS];
 	struct c_worker kids[C_CHILDREN];
 	int nworkers;
-	int nkids; /* __atomic: slots of kids[] handed out */
-	int stop; /* __atomic: no more parks, unparks, spawns */
-	const char *step; /* __atomic: what the main thread is doing */
+	int nkids; /* atomic: slots of kids[] handed out */
+	int stop; /* atomic: no more parks, unparks, spawns */
+	const char *step; /* atomic: what the main thread is doing */
 } C;
 
 static void c_dump(void)
@@ -1198,7 +1173,7 @@ static void c_spawn_child(struct c_worker *self, uint8_t b)
 
 	if (ld(&C.stop))
 		return;
-	slot = __atomic_fetch_add(&C.nkids, 1, __ATOMIC_SEQ_CST);
+	slot = atomic_fetch_add_explicit(h_atomic(&C.nkids), 1, memory_order_seq_cst);
 	if (slot >= C_CHILDREN)
 		return;
 	k = &C.kids[slot];

@@ -23,6 +23,8 @@
 
 #include "fuzz.h"
 
+#include "test_common.h"
+
 #ifndef FZ_CORPUS_DIR
 #error "FZ_CORPUS_DIR must name the seed corpus"
 #endif
@@ -96,22 +98,17 @@ START_TEST(random_inputs)
 }
 END_TEST
 
-int main(void)
+static Suite *smoke_suite(void)
 {
 	Suite *s = suite_create("fuzz-smoke");
 	TCase *tc = tcase_create("smoke");
-	SRunner *sr;
-	int failed;
 
 	/* Check scales this by CK_TIMEOUT_MULTIPLIER. */
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, corpus_replays);
 	tcase_add_test(tc, random_inputs);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return s;
 }
+
+H_TEST_MAIN(smoke_suite, NULL)

@@ -44,6 +44,8 @@
 #include <umcg/runtime.h>
 #include <umcg/umcg.h>
 
+#include "test_common.h"
+
 #define PAGE 4096
 #define ERRNO_SENTINEL 4242 /* no real errno has this value */
 #define NR_KINDS 3
@@ -399,16 +401,6 @@ static Suite *efault_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(efault_suite());
-	int failed;
-
-	/* Nothing here may call the library: each test process chooses its
-	 * backend afresh. */
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+/* Nothing before the suite may call the library: each test process chooses
+ * its backend afresh. */
+H_TEST_MAIN(efault_suite, NULL)

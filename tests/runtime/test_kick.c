@@ -48,6 +48,8 @@
 #include <umcg/runtime.h>
 #include <umcg/umcg.h>
 
+#include "test_common.h"
+
 #define NSEC_PER_MSEC 1000000LL
 #define NSEC_PER_SEC 1000000000LL
 #define LIVENESS_NS (20 * NSEC_PER_SEC) /* a watchdog, not a timing */
@@ -73,13 +75,13 @@ static void sleep_us(long us)
 
 static int load_int(int *p)
 {
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	return atomic_load_explicit(h_atomic(p), memory_order_acquire);
 }
 
 static void store_int(int *p, int v)
 {
 	/* Release: pairs with load_int() in the other threads. */
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+	atomic_store_explicit(h_atomic(p), v, memory_order_release);
 }
 
 /* Wait until @cond() holds; fail after LIVENESS_NS. */
@@ -184,12 +186,12 @@ static void *raw_server(void *arg)
 	while (!load_int(&r.wk_done)) {
 		/* seq_cst: a worker that pushes itself after this store finds
 		 * us RUNNABLE and wakes us. */
-		__atomic_store_n(&r.srv.state, UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT,
-				 __ATOMIC_SEQ_CST);
+		atomic_store_explicit(h_atomic(&r.srv.state),
+				      UMCG_TASK_RUNNABLE | UMCG_TF_COND_WAIT, memory_order_seq_cst);
 		list = umcg_runnable_take(&r.srv);
 		if (list) {
 			ck_assert_ptr_eq(list, &r.wk);
-			__atomic_fetch_add(&r.pushes, 1, __ATOMIC_RELEASE);
+			atomic_fetch_add_explicit(h_atomic(&r.pushes), 1, memory_order_release);
 			queued = true;
 		}
 		/* Run the worker: umcg_wait() consumes next_tid when it
@@ -203,7 +205,7 @@ static void *raw_server(void *arg)
 			queued = false;
 		r.srv.next_tid = 0;
 	}
-	__atomic_store_n(&r.srv.state, UMCG_TASK_RUNNING, __ATOMIC_SEQ_CST);
+	atomic_store_explicit(h_atomic(&r.srv.state), UMCG_TASK_RUNNING, memory_order_seq_cst);
 	umcg_ctl(UMCG_CTL_UNREGISTER, NULL, 0);
 	return NULL;
 }
@@ -230,8 +232,9 @@ static void *raw_worker(void *arg)
 
 static bool worker_spins(void)
 {
-	return load_int(&r.wk_spinning) && (__atomic_load_n(&r.wk.state, __ATOMIC_ACQUIRE) &
-					    UMCG_TASK_MASK) == UMCG_TASK_RUNNING;
+	return load_int(&r.wk_spinning) &&
+	       (atomic_load_explicit(h_atomic(&r.wk.state), memory_order_acquire) &
+		UMCG_TASK_MASK) == UMCG_TASK_RUNNING;
 }
 
 static int pushes_seen;
@@ -254,10 +257,10 @@ START_TEST(raw_kick_under_full_queue)
 	fill_sigpending();
 	pushes_seen = load_int(&r.pushes);
 	/* RUNNING -> RUNNING|TF_PREEMPT, then the kick. */
-	old = __atomic_load_n(&r.wk.state, __ATOMIC_RELAXED);
+	old = atomic_load_explicit(h_atomic(&r.wk.state), memory_order_relaxed);
 	ck_assert_uint_eq(old & UMCG_TASK_MASK, UMCG_TASK_RUNNING);
-	ck_assert(__atomic_compare_exchange_n(&r.wk.state, &old, old | UMCG_TF_PREEMPT, false,
-					      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	ck_assert(
+		atomic_compare_exchange_strong(h_atomic(&r.wk.state), &old, old | UMCG_TF_PREEMPT));
 	ck_assert_int_eq(umcg_kick(0, load_int(&r.wk_tid)), 0);
 	wait_for(worker_pushed_again, "the kicked worker is preempted");
 	store_int(&r.stop, 1);
@@ -356,7 +359,7 @@ static void *victim(void *arg)
 	store_int(&victim_running, 1);
 	/* A pure compute loop; the atomic load is where TSan, which defers
 	 * signals to its next hook, lets the kick and the cancel in. */
-	while (!__atomic_load_n(&victim_never, __ATOMIC_RELAXED))
+	while (!atomic_load_explicit(h_atomic(&victim_never), memory_order_relaxed))
 		;
 	return NULL;
 }
@@ -372,7 +375,7 @@ static void *companion(void *arg)
 		until = now_ns() + TIMESLICE_NS / 2;
 		while (now_ns() < until)
 			;
-		__atomic_fetch_add(&companion_rounds, 1, __ATOMIC_RELEASE);
+		atomic_fetch_add_explicit(h_atomic(&companion_rounds), 1, memory_order_release);
 		umcg_yield();
 	}
 	return NULL;
@@ -465,19 +468,13 @@ static bool emulated(void)
 	       WEXITSTATUS(status) == 0;
 }
 
-int main(void)
+static int prepare(void)
 {
-	SRunner *sr;
-	int failed;
-
 	if (!emulated()) {
 		printf("test-kick: the kick signal is the emulation's; skipped\n");
 		return 77;
 	}
-	sr = srunner_create(kick_suite());
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return 0;
 }
+
+H_TEST_MAIN(kick_suite, prepare)

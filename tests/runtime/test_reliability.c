@@ -39,6 +39,8 @@
 
 #include <umcg/runtime.h>
 
+#include "test_common.h"
+
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1
 #elif defined(__has_feature)
@@ -773,15 +775,4 @@ static Suite *reliability_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(reliability_suite());
-	int failed;
-
-	/* Fork mode always: tests share globals and fail from any thread. */
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+H_TEST_MAIN(reliability_suite, NULL)

@@ -59,6 +59,8 @@
 
 #include <umcg/runtime.h>
 
+#include "test_common.h"
+
 #define US UINT64_C(1000)
 #define MS UINT64_C(1000000)
 #define SEC UINT64_C(1000000000)
@@ -402,22 +404,17 @@ START_TEST(soak_mixed)
 }
 END_TEST
 
-int main(void)
+static Suite *soak_suite(void)
 {
 	Suite *s = suite_create("soak");
 	TCase *tc = tcase_create("soak");
-	SRunner *sr;
-	int failed;
 
 	/* Scaled by CK_TIMEOUT_MULTIPLIER (sanitizers, UMCG_STRESS). */
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, soak_mixed, 0,
 			    (int)((target_switches() + round_switches() - 1) / round_switches()));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return s;
 }
+
+H_TEST_MAIN(soak_suite, NULL)
