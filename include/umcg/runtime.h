@@ -61,7 +61,7 @@ struct umcg_policy_ops;
  * worker, and on the emulation the worker shares its server's CPU, so it
  * runs only once the server is asleep again. A slice shorter than the
  * server's own pick-and-wait path (a few microseconds, far more on a
- * loaded VM) is over before the worker gets the CPU: every worker is
+ * loaded machine) is over before the worker gets the CPU: every worker is
  * preempted before it runs an instruction and the server spins. 10 us
  * leaves the worker most of its slice on an idle machine; the preemption
  * itself then costs far more than the slice (see "Why a server priority"),
@@ -98,15 +98,15 @@ struct umcg_policy_ops;
  * on its server's CPU, and the server needs that CPU for a moment whenever
  * a slice ends or a worker is pushed on its list. Under SCHED_OTHER the
  * kernel lets the running worker go on until its own scheduler preempts it
- * (about 2 ms on a 2-CPU machine with Linux 6.18), so slices much shorter
- * than that are stretched. A SCHED_FIFO server takes the CPU the moment it
+ * (milliseconds, not microseconds), so slices much shorter than that are
+ * stretched. A SCHED_FIFO server takes the CPU the moment it
  * wakes; it sleeps whenever a worker runs, so it takes nothing else from
  * the system. Workers stay SCHED_OTHER. The price is that every slice end
- * then really preempts, and on the emulation a preemption costs a signal
- * and several context switches (about 60 us on a VM): with slices of
- * 100 us and always someone waiting, a third of the CPU. The kernel backend
- * has the same wake-up question for the server but a much cheaper
- * preemption.
+ * then really preempts, and on the emulation a preemption costs a timer
+ * wake-up, a signal and several context switches, which with slices of
+ * 100 us and always someone waiting is a large share of the CPU
+ * (doc/performance.md has the figures measured). The kernel backend has
+ * the same wake-up question for the server but a much cheaper preemption.
  */
 struct umcg_rt_attr {
 	unsigned int nr_servers;
