@@ -13,7 +13,8 @@
  * from workers of the same server, of the other server, and from outside.
  *
  * The run lasts until the servers' `switches` counters add up to the
- * target: 3x10^5 by default (10^5 in a sanitizer build, set by CMake), 10^8 under UMCG_STRESS=1, or UMCG_SOAK_SWITCHES.
+ * target: 3x10^5 by default (10^5 in a sanitizer build, set by CMake),
+ * 10^8 under UMCG_STRESS=1, or UMCG_SOAK_SWITCHES.
  * It is cut into rounds of at most 10^7 switches (UMCG_SOAK_ROUND), each a
  * Check test of its own with a fresh runtime: Check cannot report a test
  * that ran longer than 2^31 us (about 36 minutes; it fails packing the
