@@ -38,6 +38,15 @@
 
 #include "h_atomic.h"
 
+/* UNDER_TSAN: defined (as 1) in a ThreadSanitizer build, with gcc or clang. */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 /* The liveness bound before CK_TIMEOUT_MULTIPLIER: 5 s. */
 #define H_LIVENESS_NS UINT64_C(5000000000)
 

@@ -58,14 +58,6 @@
 
 #define SENTINEL_ERRNO 4242
 
-static uint64_t slow_factor(void)
-{
-	const char *s = getenv("CK_TIMEOUT_MULTIPLIER");
-	long v = s ? strtol(s, NULL, 10) : 1;
-
-	return v > 1 ? (uint64_t)v : 1;
-}
-
 /* ---- checks inside a child ------------------------------------------------ */
 
 static const char *scenario_name;
@@ -127,7 +119,7 @@ static void expect_threads(int want, const char *when)
 	struct timespec ts = { 0, 1000000 };
 	int i, n = 0;
 
-	for (i = 0; i < 5000 * (int)slow_factor(); i++) {
+	for (i = 0; i < (int)(5000 * h_timeout_multiplier()); i++) {
 		n = count_threads();
 		if (n == want)
 			return;
@@ -278,7 +270,7 @@ static void child_run(void (*scenario)(void), int mode, long k, int report_fd)
 	 * that happen before the scenarios count threads. */
 	if (pthread_create(&th, NULL, nothing, NULL) || pthread_join(th, NULL))
 		CHILD_FAIL("a plain thread could not run");
-	alarm((unsigned int)(60 * slow_factor()));
+	alarm((unsigned int)(60 * h_timeout_multiplier()));
 	fault_set(mode, k);
 	scenario();
 	n = fault_calls();

@@ -32,14 +32,6 @@
 
 #include "test_common.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 #define MS UINT64_C(1000000)
 #define SEC UINT64_C(1000000000)
 

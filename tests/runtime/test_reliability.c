@@ -41,14 +41,6 @@
 
 #include "test_common.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 /*
  * TSan delivers an asynchronous signal only when the thread next passes
  * through its runtime, so a handler never runs on a worker asleep in a
@@ -82,34 +74,6 @@ static bool tsan_skip(const char *test)
 			ck_abort_msg(__VA_ARGS__); \
 	} while (0)
 
-static unsigned long stress(void)
-{
-	const char *s = getenv("UMCG_STRESS");
-
-	return s && *s && strcmp(s, "0") != 0 ? 10 : 1;
-}
-
-static uint64_t slow_factor(void)
-{
-	const char *s = getenv("CK_TIMEOUT_MULTIPLIER");
-	long v = s ? strtol(s, NULL, 10) : 1;
-
-	return v > 1 ? (uint64_t)v : 1;
-}
-
-static uint64_t liveness_ns(void)
-{
-	return 5 * SEC * slow_factor();
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
-}
-
 /* sleep_us() - nanosleep; for plain threads, never for workers. */
 static void sleep_us(unsigned int us)
 {
@@ -120,23 +84,25 @@ static void sleep_us(unsigned int us)
 }
 
 /* Wait from a plain thread until @cond holds, or fail. */
-#define WAIT_UNTIL(cond)                                                                 \
-	do {                                                                             \
-		uint64_t wu_end_ = mono_ns() + liveness_ns();                            \
-		while (!(cond)) {                                                        \
-			EXPECT(mono_ns() < wu_end_, "timed out waiting for: %s", #cond); \
-			sleep_us(200);                                                   \
-		}                                                                        \
+#define WAIT_UNTIL(cond)                                                                      \
+	do {                                                                                  \
+		uint64_t wu_end_ = h_now(CLOCK_MONOTONIC) + h_liveness_ns();                  \
+		while (!(cond)) {                                                             \
+			EXPECT(h_now(CLOCK_MONOTONIC) < wu_end_, "timed out waiting for: %s", \
+			       #cond);                                                        \
+			sleep_us(200);                                                        \
+		}                                                                             \
 	} while (0)
 
 /* Wait from a worker, yielding, until @cond holds, or fail. */
-#define YIELD_UNTIL(cond)                                                                       \
-	do {                                                                                    \
-		uint64_t yu_end_ = mono_ns() + liveness_ns();                                   \
-		while (!(cond)) {                                                               \
-			EXPECT(mono_ns() < yu_end_, "worker timed out waiting for: %s", #cond); \
-			EXPECT(umcg_yield() == 0, "umcg_yield() failed in a worker");           \
-		}                                                                               \
+#define YIELD_UNTIL(cond)                                                             \
+	do {                                                                          \
+		uint64_t yu_end_ = h_now(CLOCK_MONOTONIC) + h_liveness_ns();          \
+		while (!(cond)) {                                                     \
+			EXPECT(h_now(CLOCK_MONOTONIC) < yu_end_,                      \
+			       "worker timed out waiting for: %s", #cond);            \
+			EXPECT(umcg_yield() == 0, "umcg_yield() failed in a worker"); \
+		}                                                                     \
 	} while (0)
 
 static struct umcg_rt *rt_start(unsigned int nr, uint64_t timeslice_ns)
@@ -181,7 +147,8 @@ static unsigned long progress_sum(const struct watchdog *wd)
 static void *watchdog_main(void *arg)
 {
 	struct watchdog *wd = arg;
-	uint64_t stall = 2 * SEC * slow_factor(), since = mono_ns();
+	uint64_t stall = (uint64_t)(H_WATCHDOG_STALL_MS * MS * h_timeout_multiplier()),
+		 since = h_now(CLOCK_MONOTONIC);
 	unsigned long last = progress_sum(wd), sum;
 
 	/* Pairs with the release store in watchdog_stop(). */
@@ -190,10 +157,10 @@ static void *watchdog_main(void *arg)
 		sum = progress_sum(wd);
 		if (sum != last || sum >= wd->target) {
 			last = sum;
-			since = mono_ns();
+			since = h_now(CLOCK_MONOTONIC);
 			continue;
 		}
-		if (mono_ns() - since < stall)
+		if (h_now(CLOCK_MONOTONIC) - since < stall)
 			continue;
 		for (size_t i = 0; i < wd->n; i++)
 			fprintf(stderr, "%s: progress[%zu] = %lu\n", wd->what, i,
@@ -274,7 +241,7 @@ static void *sig_host(void *arg)
 
 START_TEST(test_unpark_from_handler)
 {
-	unsigned long rounds = 2000 * stress(), sent = 0;
+	unsigned long rounds = 2000 * h_stress(), sent = 0;
 	struct umcg_rt *rt = rt_start(1, 0);
 	struct umcg_worker *host, *target;
 	struct sigaction sa;
@@ -396,7 +363,7 @@ START_TEST(test_timeslice_extremes)
 	}
 	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
 	ck_assert_int_eq(umcg_rt_start(rt), 0);
-	hog_iters = 2000000 * stress();
+	hog_iters = 2000000 * h_stress();
 	watchdog_start(&wd, "timeslice", hog_progress, HOG_NR, HOG_NR * hog_iters);
 	for (i = 0; i < HOG_NR; i++)
 		ck_assert_int_eq(umcg_spawn(rt, &w[i], NULL, hog, &hog_progress[i]), 0);
@@ -447,7 +414,7 @@ static void *race_spawner_main(void *arg)
 
 START_TEST(test_spawn_races_stop)
 {
-	unsigned long rounds = 100 * stress();
+	unsigned long rounds = 100 * h_stress();
 
 	for (unsigned long r = 0; r < rounds; r++) {
 		struct umcg_rt *rt = rt_start(1, 0);

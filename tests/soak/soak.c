@@ -106,27 +106,6 @@ static atomic_bool stop;
 static atomic_ulong plain_unparks;
 static struct umcg_rt *rt;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t slow_factor(void)
-{
-	const char *s = getenv("CK_TIMEOUT_MULTIPLIER");
-	long v = s ? strtol(s, NULL, 10) : 1;
-
-	return v > 1 ? (uint64_t)v : 1;
-}
-
-static uint64_t liveness_ns(void)
-{
-	return 5 * SEC * slow_factor();
-}
-
 static uint64_t round_switches(void)
 {
 	const char *s = getenv("UMCG_SOAK_ROUND");
@@ -155,7 +134,7 @@ static uint32_t xorshift(uint32_t *x)
 
 static void tick(struct soaker *s, uint64_t *last)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = h_now(CLOCK_MONOTONIC);
 
 	if (now - *last > s->max_gap)
 		s->max_gap = now - *last;
@@ -175,7 +154,7 @@ static bool try_unpark(struct soaker *p)
 	w = atomic_load_explicit(&p->self, memory_order_acquire);
 	if (!w || !atomic_compare_exchange_strong(&p->armed, &one, 2))
 		return false;
-	atomic_store(&p->t_unpark, mono_ns());
+	atomic_store(&p->t_unpark, h_now(CLOCK_MONOTONIC));
 	/* Pairs with the parker's acquire load of `armed`. */
 	atomic_store_explicit(&p->armed, 0, memory_order_release);
 	ret = umcg_unpark(w);
@@ -189,7 +168,7 @@ static void *worker_fn(void *arg)
 {
 	struct soaker *s = arg;
 	uint32_t seed = 2463534242u + s->idx * 7919u;
-	uint64_t last = mono_ns(), t;
+	uint64_t last = h_now(CLOCK_MONOTONIC), t;
 	volatile uint64_t sink = 0;
 	unsigned int i;
 
@@ -215,8 +194,8 @@ static void *worker_fn(void *arg)
 			       !atomic_load_explicit(&stop, memory_order_relaxed))
 				umcg_park();
 			t = atomic_load(&s->t_unpark);
-			if (t && mono_ns() - t > s->max_wake)
-				s->max_wake = mono_ns() - t;
+			if (t && h_now(CLOCK_MONOTONIC) - t > s->max_wake)
+				s->max_wake = h_now(CLOCK_MONOTONIC) - t;
 			break;
 		}
 		tick(s, &last);
@@ -246,14 +225,14 @@ static atomic_bool wd_stop;
 
 static void *watchdog_fn(void *arg)
 {
-	uint64_t bound = liveness_ns(), now, t;
+	uint64_t bound = h_liveness_ns(), now, t;
 	struct timespec ts = { 0, 10 * MS };
 	unsigned int i;
 
 	(void)arg;
 	while (!atomic_load(&wd_stop)) {
 		nanosleep(&ts, NULL);
-		now = mono_ns();
+		now = h_now(CLOCK_MONOTONIC);
 		for (i = 0; i < NR_WORKERS; i++) {
 			struct soaker *s = &soakers[i];
 
@@ -320,7 +299,7 @@ START_TEST(soak_mixed)
 			parkers[np++] = &soakers[i];
 	}
 	ck_assert_uint_eq(np, NR_PARKERS);
-	t0 = mono_ns();
+	t0 = h_now(CLOCK_MONOTONIC);
 	for (i = 0; i < NR_WORKERS; i++) {
 		umcg_worker_attr_init(&wa);
 		wa.server = (int)(i / (NR_WORKERS / NR_SERVERS));
@@ -338,7 +317,7 @@ START_TEST(soak_mixed)
 	next_report = t0 + 5 * SEC;
 	while ((sw = total_switches(st)) < target) {
 		nanosleep(&ts, NULL);
-		now = mono_ns();
+		now = h_now(CLOCK_MONOTONIC);
 		if (now >= next_report) {
 			unsigned long pu = PEEK(&plain_unparks);
 
@@ -362,7 +341,7 @@ START_TEST(soak_mixed)
 		ck_assert_int_eq(umcg_unpark(parkers[i]->w), 0);
 	for (i = 0; i < NR_WORKERS; i++)
 		ck_assert_int_eq(umcg_join(soakers[i].w, NULL), 0);
-	now = mono_ns();
+	now = h_now(CLOCK_MONOTONIC);
 	atomic_store(&wd_stop, true);
 	pthread_join(wd, NULL);
 	sw = total_switches(st);
