@@ -179,12 +179,6 @@ enum {
 	DETACH_FINISHED
 };
 
-struct wstats {
-	uint64_t switches, preemptions, blocks, yields;
-	uint64_t running_ns, runnable_ns, blocked_ns;
-	int server;
-};
-
 struct umcg_worker {
 	struct umcg_task task; /* first: 64-byte aligned */
 	struct umcg_rt *rt;
@@ -212,7 +206,7 @@ struct umcg_worker {
 	bool started; /* server-private: seen on a list before */
 	uint64_t t_pick; /* server-private: when it was last run */
 	uint64_t park_ts; /* when it parked */
-	struct wstats st; /* relaxed atomics */
+	struct umcg_worker_stats st; /* relaxed atomics, as for servers */
 } __attribute__((aligned(UMCG_TASK_ALIGN)));
 
 struct server {
