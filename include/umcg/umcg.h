@@ -180,7 +180,9 @@ UMCG_API const char *umcg_backend_reason(void);
  *   later registration), then -ENOMEM if the thread's registration record
  *   or its slot in the registry could not be allocated; nothing is then
  *   registered and the thread may try again;
- *  -ENOSYS (or another error of umcg_backend_active()): no backend.
+ *  -ENOSYS (or another error of umcg_backend_active()): no backend; this
+ *   one is listed last but comes before all of the above, since without a
+ *   backend nothing else is checked.
  * Context: any thread; registration blocks a worker until it is run.
  */
 UMCG_API int umcg_ctl(uint32_t flags, struct umcg_task *self, clockid_t which_clock);
