@@ -453,7 +453,12 @@ UMCG_API int umcg_nanosleep(const struct timespec *req, struct timespec *rem);
  * Unlike clock_nanosleep(), which returns a positive error number, this
  * returns a negative errno.
  *
- * Return: 0, -EINTR, -EINVAL, -ENOTSUP, or -EFAULT.
+ * Return: 0; -EINTR after a signal of the program; -EINVAL for a
+ *  negative or malformed @req (tv_sec below 0, tv_nsec outside
+ *  0..999999999), an unknown @clockid, or CLOCK_THREAD_CPUTIME_ID (the
+ *  caller's own CPU clock, which clock_nanosleep() refuses); -ENOTSUP for
+ *  a clock that cannot be slept on; -EFAULT for a NULL or unreadable @req
+ *  (or an unwritable @rem after an interruption).
  * Context: any thread; a worker gives its server away while it sleeps.
  */
 UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct timespec *req,

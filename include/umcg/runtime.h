@@ -121,7 +121,8 @@ struct umcg_rt_attr {
 
 /**
  * umcg_rt_attr_init() - fill @attr with the defaults.
- * @attr: the attributes; must not be NULL.
+ * @attr: the attributes (NULL is ignored).
+ * Return: nothing.
  * Context: any thread.
  */
 UMCG_API void umcg_rt_attr_init(struct umcg_rt_attr *attr);
@@ -197,6 +198,7 @@ UMCG_API int umcg_rt_destroy(struct umcg_rt *rt);
 
 /**
  * umcg_rt_nr_servers() - the number of servers of @rt.
+ * @rt: the runtime, or NULL.
  * Return: the count, or 0 for NULL.
  * Context: any thread.
  */
@@ -241,6 +243,8 @@ struct umcg_worker_attr {
 
 /**
  * umcg_worker_attr_init() - fill @attr with the defaults.
+ * @attr: the attributes (NULL is ignored).
+ * Return: nothing.
  * Context: any thread.
  */
 UMCG_API void umcg_worker_attr_init(struct umcg_worker_attr *attr);
@@ -280,8 +284,8 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
  * worker; PTHREAD_CANCELED if the worker was cancelled.
  *
  * umcg_join() is a cancellation point, like pthread_join(). If the caller
- * is cancelled in it, @w is not joined: it is detached instead (it frees
- * itself when it finishes, or is freed then if it had finished), so that
+ * is cancelled in it, @w is not joined: it is detached instead (see
+ * umcg_detach() for when it is then joined and freed), so that
  * umcg_rt_drain() and umcg_rt_destroy() still work; @w must not be used
  * again.
  *
@@ -297,7 +301,17 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 UMCG_API int umcg_join(struct umcg_worker *w, void **retval);
 
 /**
- * umcg_detach() - let @w free itself when it finishes.
+ * umcg_detach() - give up @w's handle: nobody will join it.
+ * @w: a joinable worker of a runtime.
+ *
+ * @w must not be used again. If it has finished, it is joined and freed
+ * now. Otherwise it runs on, and when it ends it puts itself on its
+ * runtime's list of finished workers; its thread is joined and its memory
+ * freed by whichever comes first: an umcg_spawn() into the runtime once
+ * that thread is gone (a spawn never waits for it), or umcg_rt_drain(),
+ * umcg_rt_stop() or umcg_rt_destroy() (which wait for it). Until then it
+ * still counts as a live worker.
+ *
  * Return: 0; -EINVAL for NULL or a worker already detached; -ECHILD after
  *  fork().
  * Context: any thread.
@@ -394,6 +408,7 @@ UMCG_API int umcg_unpark(struct umcg_worker *w);
 /**
  * umcg_now() - the current time in the runtime clock of the calling worker
  * (CLOCK_MONOTONIC elsewhere), in ns.
+ * Return: the time in ns.
  * Context: any thread.
  */
 UMCG_API uint64_t umcg_now(void);
@@ -401,12 +416,16 @@ UMCG_API uint64_t umcg_now(void);
 /**
  * umcg_worker_name() - the name given at spawn, cut to 15 bytes ("" if none
  * or @w is NULL).
+ * @w: the worker, or NULL.
+ * Return: a NUL-terminated string that lives as long as @w.
  * Context: any thread, while @w is alive or joinable.
  */
 UMCG_API const char *umcg_worker_name(const struct umcg_worker *w);
 
 /**
  * umcg_worker_tid() - the worker's thread id (0 before it registered).
+ * @w: the worker, or NULL.
+ * Return: the thread id; 0 before the worker registered or for NULL.
  * Context: any thread, while @w is alive or joinable.
  */
 UMCG_API pid_t umcg_worker_tid(const struct umcg_worker *w);
@@ -473,6 +492,9 @@ struct umcg_worker_stats {
 
 /**
  * umcg_rt_server_stats() - read server @server's counters.
+ * @rt: the runtime.
+ * @server: the server's index, 0 to umcg_rt_nr_servers() - 1.
+ * @out: where to store the snapshot.
  * Return: 0; -EINVAL for NULL or an index out of range.
  * Context: any thread.
  */
@@ -481,6 +503,8 @@ UMCG_API int umcg_rt_server_stats(const struct umcg_rt *rt, unsigned int server,
 
 /**
  * umcg_worker_stats() - read a worker's counters.
+ * @w: the worker.
+ * @out: where to store the snapshot.
  * Return: 0; -EINVAL for NULL.
  * Context: any thread, while @w is alive or joinable.
  */
@@ -593,24 +617,32 @@ UMCG_API extern const struct umcg_policy_ops umcg_policy_priority;
 
 /**
  * umcg_worker_link() - the policy's storage in @w.
+ * @w: the worker; must not be NULL.
+ * Return: the link embedded in @w (never NULL).
  * Context: server threads (inside policy callbacks).
  */
 UMCG_API struct umcg_policy_link *umcg_worker_link(struct umcg_worker *w);
 
 /**
  * umcg_worker_from_link() - the worker that owns @link.
+ * @link: a link got from umcg_worker_link(); must not be NULL.
+ * Return: the worker @link is embedded in.
  * Context: server threads (inside policy callbacks).
  */
 UMCG_API struct umcg_worker *umcg_worker_from_link(struct umcg_policy_link *link);
 
 /**
  * umcg_worker_priority() - the priority given at spawn.
+ * @w: the worker, or NULL.
+ * Return: 0 to %UMCG_PRIORITY_MAX; 0 for NULL.
  * Context: any thread, while @w is alive or joinable.
  */
 UMCG_API int umcg_worker_priority(const struct umcg_worker *w);
 
 /**
  * umcg_worker_deadline() - the deadline given at spawn, or set later.
+ * @w: the worker, or NULL.
+ * Return: the deadline in the runtime clock, in ns; 0 for none or NULL.
  * Context: any thread, while @w is alive or joinable.
  */
 UMCG_API uint64_t umcg_worker_deadline(const struct umcg_worker *w);

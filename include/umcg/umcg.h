@@ -128,9 +128,11 @@ UMCG_API const char *umcg_backend_name(int backend);
 /**
  * umcg_backend_reason() - why the active backend (or no backend) was chosen.
  *
- * Return: a static human-readable sentence, for example
- *  "auto: /sys/kernel/umcg/syscalls absent and no syscall numbers configured;
- *  using the emulation"; "not chosen yet" before the first use.
+ * Return: a static human-readable sentence: where the choice came from
+ *  ("auto" or the UMCG_BACKEND setting), then why, for example
+ *  "auto: no UMCG syscall numbers known (/sys/kernel/umcg/syscalls absent,
+ *  UMCG_SYSCALL_NRS unset, none built in); using the emulation";
+ *  "not chosen yet" before the first use.
  * Context: any thread.
  */
 UMCG_API const char *umcg_backend_reason(void);
@@ -172,7 +174,15 @@ UMCG_API const char *umcg_backend_reason(void);
  *  -EINVAL: a worker's state and flag bits are not exactly
  *   UMCG_TASK_BLOCKED, or a server's not exactly UMCG_TASK_RUNNING (the
  *   user bits 16-31 are not looked at);
- *  -ENOSYS (or another error of umcg_backend_active()): no backend.
+ *  on the emulation only, once every check above has passed: -EAGAIN or
+ *   -ENOMEM if the process-wide setup of the first registration failed
+ *   (its thread-specific key, its fork handlers; the error stays for every
+ *   later registration), then -ENOMEM if the thread's registration record
+ *   or its slot in the registry could not be allocated; nothing is then
+ *   registered and the thread may try again;
+ *  -ENOSYS (or another error of umcg_backend_active()): no backend; this
+ *   one is listed last but comes before all of the above, since without a
+ *   backend nothing else is checked.
  * Context: any thread; registration blocks a worker until it is run.
  */
 UMCG_API int umcg_ctl(uint32_t flags, struct umcg_task *self, clockid_t which_clock);
