@@ -1257,7 +1257,8 @@ struct join_wait {
 /*
  * umcg_join()'s caller was cancelled in pthread_join(), which then did
  * not join: end the blocking section and give the target up as
- * umcg_detach() does (it frees itself, or is reaped now if it finished).
+ * umcg_detach() does (once finished it is joined by drain, stop or a later
+ * spawn: see "Zombies").
  */
 static void join_cancelled(void *arg)
 {
