@@ -29,7 +29,28 @@
  * on the kernel backend by itself; on the emulation only blocking that goes
  * through umcg_block_begin()/umcg_block_end() or the wrappers of
  * <umcg/io.h> does. Unannounced blocking on the emulation holds the server
- * until the worker wakes, or at most one timeslice when preemption is on.
+ * until the worker wakes, or at most one timeslice when preemption is on;
+ * the preemption's signal then interrupts the call, which restarts if it
+ * is an SA_RESTART call such as read(), but makes sleep(), nanosleep(),
+ * poll() and epoll_wait() return early.
+ *
+ * Undefined behaviour. As in POSIX, these are outside the contract: the
+ * library does not detect them, and a program that does them may crash,
+ * hang or corrupt the runtime:
+ * - using a runtime after umcg_rt_destroy() returned 0, or a worker handle
+ *   after umcg_join() returned for it or after umcg_detach() (both free
+ *   it); in particular joining a worker twice, and a plain thread's
+ *   umcg_unpark() that can still run while another thread destroys the
+ *   runtime;
+ * - a policy whose callbacks break struct umcg_policy_ops' rules: picking
+ *   or stealing a worker that is not queued on it, handing out a worker
+ *   twice, returning garbage, or blocking;
+ * - calling into the library from a worker while its cancellation type is
+ *   PTHREAD_CANCEL_ASYNCHRONOUS (POSIX allows only the cancellation calls
+ *   there; a pure compute loop with asynchronous cancellation is fine);
+ * - raw ABI calls (umcg_ctl(), umcg_wait(), umcg_kick(), writes to the
+ *   struct umcg_task) on a thread the runtime owns, server or worker;
+ * - unmapping or overwriting a worker's stack or the runtime's memory.
  */
 #ifndef UMCG_RUNTIME_H
 #define UMCG_RUNTIME_H
