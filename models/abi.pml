@@ -109,9 +109,15 @@ byte sbv[T];
  * worker (the two stores that begin a Dekker pair in emulated.c). */
 #define BUFWORD(t) if :: (t) < NS -> st[t] = sbv[t] :: else -> in_lib[t] = sbv[t] fi
 
+/* Without a weakened-store mutant the buffer stays empty: draining it is
+ * no step at all, so it adds no interleaving point. */
 inline drain(t)
 {
+#ifdef WEAK
 	atomic { if :: sbf[t] -> BUFWORD(t); sbf[t] = 0 :: else fi }
+#else
+	skip
+#endif
 }
 
 #define FLUSH(i) :: atomic { sbf[i] -> BUFWORD(i); sbf[i] = 0 }
@@ -163,7 +169,7 @@ inline push(s, w)
 	:: h = head[s];
 		nxt[w] = h;
 #ifndef M_PUSH_STORE
-		atomic { if :: head[s] == h -> head[s] = w + 1; onl[w]++; break :: else fi }
+		atomic { if :: head[s] == h -> head[s] = w + 1; onl[w]++; h = 0; break :: else fi }
 #else
 		atomic { head[s] = w + 1; onl[w]++; break }
 #endif
@@ -177,12 +183,12 @@ inline wait_running(t, timed, ret)
 	do
 	:: s_ = st[t];
 		if
-		:: (s_ & MASK) == RUNNING -> break
+		:: (s_ & MASK) == RUNNING -> s_ = 0; break
 		:: else ->
 			atomic { if :: st[t] == s_ -> fw[t] = 1 :: else fi };
 			if
 			:: fw[t] == 0
-			:: timed -> fw[t] = 0; ret = ETIMEDOUT; break
+			:: timed -> atomic { fw[t] = 0; ret = ETIMEDOUT; s_ = 0 }; break
 			fi
 		fi
 	od

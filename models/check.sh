@@ -67,7 +67,9 @@ spin "${defs[@]}" -a "$model.pml" >spin.log 2>&1 || {
 }
 
 # -DCOLLAPSE: compressed state vectors; the search is still exhaustive.
-ccflags=(-O2 -w -DCOLLAPSE -DMEMLIM=4096 "${defs[@]}")
+# -DNFAIR=4: weak fairness over up to 12 processes (the default covers 6,
+# fewer than rt.pml and abi.pml run with the flusher of a mutant).
+ccflags=(-O2 -w -DCOLLAPSE -DNFAIR=4 -DMEMLIM=4096 "${defs[@]}")
 # The DFS stack is allocated up front (about 53 bytes a step): abi.pml runs
 # deep, the scripted rt.pml is shallow.
 if [ "$model" = abi ]; then depth=-m10000000; else depth=-m1000000; fi

@@ -125,9 +125,15 @@ byte sbv[T];
 #define DROP_BUF(w) skip
 #endif
 
+/* Without a weakened-store mutant the buffer stays empty: draining it is
+ * no step at all, so it adds no interleaving point. */
 inline drain(t)
 {
+#ifdef WEAK
 	atomic { if :: sbf[t] -> WBUF(t); sbf[t] = 0 :: else fi }
+#else
+	skip
+#endif
 }
 
 #define FLUSH(i) :: atomic { sbf[i] -> WBUF(i); sbf[i] = 0 }
@@ -207,8 +213,8 @@ inline preempted(w)
 /* runtime.c:yield_self() */
 inline yield_self(w, ex)
 {
-	st[w] = RUNNABLE | CW;
-	exiting[w] = ex;
+	/* exiting is read by the server only once w is on its list */
+	atomic { st[w] = RUNNABLE | CW; exiting[w] = ex };
 	x = OWN_STAGED(w);
 	if :: x != 0 -> ntid[w] = x :: else fi;
 	in_sw[w] = 1;
@@ -376,21 +382,26 @@ proctype server(byte s)
 	byte sst, in, seen;
 
 loop:
-	atomic { w = 0; c = 0; x = 0; i = 0; ok = 0; handed = 0; sst = 0; in = 0; next = 0 };
-	st[s] = RUNNABLE | CW;
+	atomic {
+		w = 0; c = 0; x = 0; i = 0; ok = 0; handed = 0; sst = 0; in = 0; next = 0; timed = 0; exits = 0;
+		st[s] = RUNNABLE | CW
+	}
 	atomic { list = head[s]; head[s] = 0 };
 	/* resolve_current(): before the list */
 	do
 	:: cur[s] == 0 -> break
 	:: else ->
-		c = cur[s] - 1;
+		/* cur is the server's own: its reads and writes ride on the
+		 * load of the state */
+		atomic {
+			c = cur[s] - 1;
+			if
+			:: (st[c] & MASK) == RUNNING -> c = 0; break
+			:: else -> cur[s] = 0
+			fi
+		}
 		if
-		:: (st[c] & MASK) == RUNNING -> break
-		:: else
-		fi;
-		cur[s] = 0;
-		if
-		:: staged[c] == 0 -> break
+		:: staged[c] == 0 -> c = 0; break
 		:: else
 		fi;
 		do
@@ -408,20 +419,23 @@ loop:
 			:: else /* server_pause() */
 			fi
 		od;
-		atomic { x = staged[c]; staged[c] = 0 };
-		if
-		:: x == 0 -> break
-		:: !handed ->
-			assert(onl[x - 1] == 0 && !(rq[s] & BIT(x - 1)) && !held[x - 1] &&
-			       (st[x - 1] & MASK) != RUNNING);
-			rq[s] = rq[s] | BIT(x - 1);
-			break
-		:: else -> cur[s] = x
-		fi
+		atomic {
+			x = staged[c];
+			staged[c] = 0;
+			if
+			:: x == 0 -> break
+			:: !handed ->
+				assert(onl[x - 1] == 0 && !(rq[s] & BIT(x - 1)) && !held[x - 1] &&
+				       (st[x - 1] & MASK) != RUNNING);
+				rq[s] = rq[s] | BIT(x - 1);
+				break
+			:: else -> cur[s] = x; c = 0; x = 0; sst = 0; in = 0; handed = 0
+			fi
+		}
 	od;
 	/* handle_list() */
-	exits = 0;
 	atomic {
+		c = 0; x = 0; sst = 0; in = 0; handed = 0;
 		do
 		:: list != 0 ->
 			w = list - 1;
@@ -444,7 +458,7 @@ loop:
 					rq[s] = rq[s] | BIT(w)
 				fi
 			fi
-		:: else -> break
+		:: else -> w = 0; break
 		od
 	}
 #ifdef M_PARKED_STORE
@@ -466,59 +480,54 @@ loop:
 		goto loop
 	:: else
 	fi;
-	next = 0;
-	if
-	:: cur[s] == 0 ->
+	/* The pick. cur, rq and ntid[s] are the server's own, so reading and
+	 * writing them adds no interleaving point: they ride on the one
+	 * shared access of the step (here the load of live). */
+	atomic {
+		next = 0;
 		if
-		:: live == 0 -> st[s] = RUNNING; goto stopped
-		:: else
-		fi;
-		if
-		:: rq[s] != 0 ->
-			atomic {
-				w = NS;
-				do
-				:: rq[s] & BIT(w) -> break
-				:: (rq[s] >> (w + 1 - NS)) != 0 -> w++
-				od;
-				rq[s] = rq[s] & ~BIT(w);
-				next = w + 1;
-				ntid[s] = next
-			}
+		:: cur[s] == 0 && live == 0 -> goto stopping
+		:: cur[s] == 0 && live != 0 && rq[s] != 0 ->
+			w = NS;
+			do
+			:: rq[s] & BIT(w) -> break
+			:: (rq[s] >> (w + 1 - NS)) != 0 -> w++
+			od;
+			rq[s] = rq[s] & ~BIT(w);
+			next = w + 1;
+			ntid[s] = next;
+			w = 0
 		:: else
 		fi
-	:: else
-	fi;
-	ot[s] = 0;
+	}
 	if
-	:: cur[s] != 0 ->
-		c = cur[s] - 1;
-		if
-		:: timed = 1 /* the slice is not over */
-		:: /* check_slice(): over; overtime_ok()? */
+	:: atomic { cur[s] != 0 -> ot[s] = 0; timed = 1 /* the slice is not over */ }
+	:: atomic { cur[s] != 0 -> ot[s] = 0; c = cur[s] - 1 };
+		/* check_slice(): over; overtime_ok()? */
 #ifndef M_OT_STORE_RELAXED
-			ot[s] = 1;
+		ot[s] = 1;
 #else
-			drain(s);
-			atomic { sbv[s] = 1; sbf[s] = 1 };
+		drain(s);
+		atomic { sbv[s] = 1; sbf[s] = 1 };
 #endif
-			if
-			:: rq[s] == 0 && head[s] == 0 &&
+		if
+		:: atomic {
+			rq[s] == 0 && head[s] == 0 &&
 #ifndef M_OT_NO_STAGED_CHECK
-			   staged[c] == 0 &&
+			staged[c] == 0 &&
 #endif
-			   1 ->
-				timed = 0;
-				otw[s] = 1
-			:: else ->
-				drain(s);
-				ot[s] = 0;
-				atomic { if :: (st[c] & MASK) == RUNNING -> st[c] = st[c] | PRE :: else fi };
-				timed = 1
-			fi
-		fi
-	:: else ->
-		timed = (next != 0)
+			1 ->
+			timed = 0;
+			otw[s] = 1
+		   }
+		:: else ->
+			drain(s);
+			ot[s] = 0;
+			atomic { if :: (st[c] & MASK) == RUNNING -> st[c] = st[c] | PRE :: else fi };
+			timed = 1
+		fi;
+		c = 0
+	:: atomic { cur[s] == 0 -> ot[s] = 0; timed = (next != 0) }
 	fi;
 	/* umcg_wait(0, deadline) */
 	drain(s);
@@ -545,16 +554,23 @@ loop:
 		:: else
 		fi
 	fi;
-	otw[s] = 0;
-	if
-	:: next != 0 ->
+	atomic {
+		otw[s] = 0;
+		timed = 0;
+		ok = 0;
 		if
-		:: ntid[s] != 0 -> ntid[s] = 0; rq[s] = rq[s] | BIT(next - 1)
-		:: else -> cur[s] = next
-		fi
-	:: else
-	fi;
+		:: next != 0 ->
+			if
+			:: ntid[s] != 0 -> ntid[s] = 0; rq[s] = rq[s] | BIT(next - 1)
+			:: else -> cur[s] = next
+			fi
+		:: else
+		fi;
+		next = 0
+	};
 	goto loop;
+stopping:
+	st[s] = RUNNING;
 stopped:
 	skip
 }
