@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * abi.pml - the UMCG ABI state machine as the futex emulation implements
- * it (src/emulated.c, src/list.c, src/internal.h, src/backend.c), checked
+ * it (src/emulated.c, src/list.c, src/backend.h, src/backend.c), checked
  * by SPIN. Run it through models/check.sh; models/README.md says how.
  *
  * Scope: NS servers and NW workers (-DNS=1 -DNW=3 or -DNS=2 -DNW=2).
@@ -161,7 +161,7 @@ inline wake_task(t, ok)
 	fi
 }
 
-/* internal.h:umcg__runnable_push(): CAS loop on the head. */
+/* backend.h:umcg__runnable_push(): CAS loop on the head. */
 inline push(s, w)
 {
 	assert(onl[w] == 0 && !(rq[s] & BIT(w)));
