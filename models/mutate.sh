@@ -17,7 +17,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # name | model scope kind | the C it mirrors
 mutants=(
-	"M_PUSH_STORE|abi 1x3 safety|internal.h umcg__runnable_push(): the CAS on the list head turned into a store"
+	"M_PUSH_STORE|abi 1x3 safety|backend.h umcg__runnable_push(): the CAS on the list head turned into a store"
 	"M_TAKE_LOAD_STORE|abi 1x3 safety|list.c umcg_runnable_take(): the xchg split into a load and a store of 0"
 	"M_TAKE_BEFORE_STATE|abi 1x3 safety|runtime.c server_loop(): set_state(RUNNABLE|TF_COND_WAIT) and umcg_runnable_take() swapped"
 	"M_INLIB_RELAXED|abi 1x3 liveness|emulated.c return_to_user(): the seq_cst store in_lib = 0 made relaxed (barrier dropped)"
