@@ -116,10 +116,13 @@
  * (umcg_rt_start) and STARTED -> STOPPING -> STOPPED (umcg_rt_stop, or back
  * to STARTED when workers are live), all seq_cst. A spawn counts itself in
  * `live` and then loads `started`; a stop CASes STARTED -> STOPPING and
- * then loads `live`. Either the spawn sees a non-STARTED word and refuses
- * with -ENODEV, or the stop sees the spawn's count and gives up. `started`
- * goes back to STOPPED only after the servers are joined, so no spawn
- * goes ahead on a runtime without servers.
+ * then loads `live`. Either the spawn sees a non-STARTED word, or the stop
+ * sees the spawn's count and gives up. A spawn that sees STOPPING takes
+ * its count back and waits for the stop's answer: STOPPED, and it refuses
+ * with -ENODEV; STARTED again (the stop saw other live workers and failed
+ * with -EBUSY), and it counts itself anew. So a failing stop never makes a
+ * spawn fail. `started` goes back to STOPPED only after the servers are
+ * joined, so no spawn goes ahead on a runtime without servers.
  *
  * Detach vs exit, per worker `detach` word: JOINABLE -> DETACHED
  * (umcg_detach) or JOINABLE -> FINISHED (exit). Whoever loses the CAS frees:
@@ -1136,7 +1139,7 @@ static int spawn(struct umcg_rt *rt, struct umcg_worker **wp, const struct umcg_
 	pthread_attr_t pa;
 	unsigned int idx, i;
 	size_t stack;
-	int ret;
+	int ret, st;
 
 	if (!rt || !fn)
 		return -EINVAL;
@@ -1171,10 +1174,18 @@ static int spawn(struct umcg_rt *rt, struct umcg_worker **wp, const struct umcg_
 	 * stop never both go ahead. See "Start and stop". */
 	if (umcg__load(&rt->zombies, umcg__relaxed))
 		reap_zombies(rt, false);
-	umcg__fetch_add(&rt->live, 1, umcg__seq_cst);
-	if (umcg__load(&rt->started, umcg__seq_cst) != RT_STARTED) {
+	for (;;) {
+		umcg__fetch_add(&rt->live, 1, umcg__seq_cst);
+		st = umcg__load(&rt->started, umcg__seq_cst);
+		if (st == RT_STARTED)
+			break;
 		live_dec(rt);
-		return -ENODEV;
+		if (st != RT_STOPPING)
+			return -ENODEV;
+		/* A stop is deciding: wait for its answer, which it gives
+		 * without us (our count is gone), rather than refuse beside
+		 * a stop that may fail with -EBUSY and change nothing. */
+		sched_yield();
 	}
 
 	if (posix_memalign((void **)&w, UMCG_TASK_ALIGN, sizeof(*w))) {

@@ -283,10 +283,10 @@ typedef void *(*umcg_worker_fn)(void *arg);
  *
  * Return: 0; -EINVAL for a NULL @rt or @fn, a bad attribute (an out-of-range
  *  server, priority or stack size, a CPU with no server); -ENODEV if @rt is
- *  not started or is stopping (also when the spawn races umcg_rt_stop():
- *  either the stop fails with -EBUSY or the spawn with -ENODEV, and a
- *  worker whose spawn returned 0 always runs); -EAGAIN/-ENOMEM if the thread could not be created;
- *  -ECHILD after fork().
+ *  not started, or a umcg_rt_stop() beside it succeeds (a stop that fails
+ *  with -EBUSY makes no spawn fail: the spawn waits for its answer; a
+ *  worker whose spawn returned 0 always runs); -EAGAIN/-ENOMEM if the
+ *  thread could not be created; -ECHILD after fork().
  * Context: any thread, including workers of @rt.
  */
 UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,

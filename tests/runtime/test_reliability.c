@@ -437,6 +437,66 @@ START_TEST(test_spawn_races_stop)
 }
 END_TEST
 
+static void *parks_until_unparked(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&race_ran))
+		umcg_park();
+	return NULL;
+}
+
+struct failing_stopper {
+	struct umcg_rt *rt;
+	atomic_bool stop;
+	long tries;
+};
+
+/* Stop a runtime that has a live worker, again and again: always -EBUSY. */
+static void *failing_stopper_main(void *arg)
+{
+	struct failing_stopper *fs = arg;
+
+	while (!atomic_load(&fs->stop)) {
+		int ret = umcg_rt_stop(fs->rt);
+
+		EXPECT(ret == -EBUSY, "umcg_rt_stop() with a live worker returned %d", ret);
+		fs->tries++;
+	}
+	return NULL;
+}
+
+/* A stop that fails with -EBUSY changes nothing: a spawn beside it never
+ * gets -ENODEV (it used to, in the moment the stop looked at `live`). */
+START_TEST(test_spawn_beside_failing_stop)
+{
+	struct umcg_rt *rt = rt_start(1, 0);
+	struct failing_stopper fs = { .rt = rt };
+	unsigned long spawns = 2000 * h_stress();
+	struct umcg_worker *holder, *w;
+	pthread_t th;
+	void *v;
+	int ret;
+
+	atomic_store(&race_ran, 0);
+	ck_assert_int_eq(umcg_spawn(rt, &holder, NULL, parks_until_unparked, NULL), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, failing_stopper_main, &fs), 0);
+	for (unsigned long i = 0; i < spawns; i++) {
+		ret = umcg_spawn(rt, &w, NULL, race_fn, (void *)0x5a);
+		ck_assert_msg(ret == 0, "spawn %lu beside a failing stop returned %d", i, ret);
+		v = NULL;
+		ck_assert_int_eq(umcg_join(w, &v), 0);
+		ck_assert_ptr_eq(v, (void *)0x5a);
+	}
+	atomic_store(&fs.stop, true);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_gt(fs.tries, 0);
+	atomic_store(&race_ran, -1);
+	ck_assert_int_eq(umcg_unpark(holder), 0);
+	ck_assert_int_eq(umcg_join(holder, NULL), 0);
+	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+}
+END_TEST
+
 /* ==== 7 and 11: what umcg_join() reports; a join cut short =============== */
 
 static void *exits_by_pthread_exit(void *arg)
@@ -722,6 +782,7 @@ static Suite *reliability_suite(void)
 	tc = tcase_create("lifecycle");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_spawn_races_stop);
+	tcase_add_test(tc, test_spawn_beside_failing_stop);
 	tcase_add_test(tc, test_join_reports);
 	tcase_add_test(tc, test_join_cancelled);
 	tcase_add_test(tc, test_switch_from_handler);
