@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/runtime/runtime.h - what the groups of test-runtime share: the
- * waiting and checking macros, runtime constructors, the watchdog, and
- * the function each group file gives to add its test cases (the rules
- * they all follow are in test_runtime.c's header comment).
+ * tests/runtime/runtime.h - what the groups of test-runtime, and
+ * test-reliability, share: the waiting and checking macros, runtime
+ * constructors, the watchdog, and the function each group file gives to
+ * add its test cases (the rules they all follow are in test_runtime.c's
+ * header comment).
  */
 #ifndef UMCG_TESTS_RUNTIME_RUNTIME_H
 #define UMCG_TESTS_RUNTIME_RUNTIME_H

@@ -39,7 +39,7 @@
 
 #include <umcg/runtime.h>
 
-#include "test_common.h"
+#include "runtime.h"
 
 /*
  * TSan delivers an asynchronous signal only when the thread next passes
@@ -57,134 +57,6 @@ static bool tsan_skip(const char *test)
 	(void)test;
 	return false;
 #endif
-}
-
-#define MS UINT64_C(1000000)
-#define SEC UINT64_C(1000000000)
-
-#define LOAD(p) atomic_load_explicit((p), memory_order_acquire)
-#define STORE(p, v) atomic_store_explicit((p), (v), memory_order_release)
-#define BUMP(p) atomic_fetch_add_explicit((p), 1, memory_order_relaxed)
-#define PEEK(p) atomic_load_explicit((p), memory_order_relaxed)
-
-/* Fail the test if @cond is false; costs nothing when it holds. */
-#define EXPECT(cond, ...)                          \
-	do {                                       \
-		if (!(cond))                       \
-			ck_abort_msg(__VA_ARGS__); \
-	} while (0)
-
-/* sleep_us() - nanosleep; for plain threads, never for workers. */
-static void sleep_us(unsigned int us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-/* Wait from a plain thread until @cond holds, or fail. */
-#define WAIT_UNTIL(cond)                                                                      \
-	do {                                                                                  \
-		uint64_t wu_end_ = h_now(CLOCK_MONOTONIC) + h_liveness_ns();                  \
-		while (!(cond)) {                                                             \
-			EXPECT(h_now(CLOCK_MONOTONIC) < wu_end_, "timed out waiting for: %s", \
-			       #cond);                                                        \
-			sleep_us(200);                                                        \
-		}                                                                             \
-	} while (0)
-
-/* Wait from a worker, yielding, until @cond holds, or fail. */
-#define YIELD_UNTIL(cond)                                                             \
-	do {                                                                          \
-		uint64_t yu_end_ = h_now(CLOCK_MONOTONIC) + h_liveness_ns();          \
-		while (!(cond)) {                                                     \
-			EXPECT(h_now(CLOCK_MONOTONIC) < yu_end_,                      \
-			       "worker timed out waiting for: %s", #cond);            \
-			EXPECT(umcg_yield() == 0, "umcg_yield() failed in a worker"); \
-		}                                                                     \
-	} while (0)
-
-static struct umcg_rt *rt_start(unsigned int nr, uint64_t timeslice_ns)
-{
-	struct umcg_rt_attr attr;
-	struct umcg_rt *rt = NULL;
-
-	umcg_rt_attr_init(&attr);
-	attr.nr_servers = nr;
-	attr.timeslice_ns = timeslice_ns;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_int_eq(umcg_rt_start(rt), 0);
-	return rt;
-}
-
-static void rt_end(struct umcg_rt *rt)
-{
-	ck_assert_int_eq(umcg_rt_drain(rt), 0);
-	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
-}
-
-/* ---- the watchdog: fails the test when progress stops short of a target */
-
-struct watchdog {
-	const char *what;
-	atomic_ulong *progress;
-	size_t n;
-	unsigned long target;
-	atomic_bool stop;
-	pthread_t thread;
-};
-
-static unsigned long progress_sum(const struct watchdog *wd)
-{
-	unsigned long sum = 0;
-
-	for (size_t i = 0; i < wd->n; i++)
-		sum += PEEK(&wd->progress[i]);
-	return sum;
-}
-
-static void *watchdog_main(void *arg)
-{
-	struct watchdog *wd = arg;
-	uint64_t stall = (uint64_t)(H_WATCHDOG_STALL_MS * MS * h_timeout_multiplier()),
-		 since = h_now(CLOCK_MONOTONIC);
-	unsigned long last = progress_sum(wd), sum;
-
-	/* Pairs with the release store in watchdog_stop(). */
-	while (!atomic_load_explicit(&wd->stop, memory_order_acquire)) {
-		sleep_us(10000);
-		sum = progress_sum(wd);
-		if (sum != last || sum >= wd->target) {
-			last = sum;
-			since = h_now(CLOCK_MONOTONIC);
-			continue;
-		}
-		if (h_now(CLOCK_MONOTONIC) - since < stall)
-			continue;
-		for (size_t i = 0; i < wd->n; i++)
-			fprintf(stderr, "%s: progress[%zu] = %lu\n", wd->what, i,
-				PEEK(&wd->progress[i]));
-		ck_abort_msg("%s: progress stalled at %lu of %lu", wd->what, sum, wd->target);
-	}
-	return NULL;
-}
-
-static void watchdog_start(struct watchdog *wd, const char *what, atomic_ulong *progress, size_t n,
-			   unsigned long target)
-{
-	wd->what = what;
-	wd->progress = progress;
-	wd->n = n;
-	wd->target = target;
-	atomic_init(&wd->stop, false);
-	ck_assert_int_eq(pthread_create(&wd->thread, NULL, watchdog_main, wd), 0);
-}
-
-static void watchdog_stop(struct watchdog *wd)
-{
-	atomic_store_explicit(&wd->stop, true, memory_order_release);
-	ck_assert_int_eq(pthread_join(wd->thread, NULL), 0);
 }
 
 /* ==== 1: umcg_unpark() from a signal handler ============================= */
@@ -245,7 +117,7 @@ START_TEST(test_unpark_from_handler)
 	struct umcg_rt *rt = rt_start(1, 0);
 	struct umcg_worker *host, *target;
 	struct sigaction sa;
-	struct watchdog wd;
+	struct h_watchdog *wd;
 	pid_t tid;
 
 	if (_i == 0 && tsan_skip("test_unpark_from_handler(parked host)"))
@@ -261,13 +133,13 @@ START_TEST(test_unpark_from_handler)
 	ck_assert_int_eq(umcg_spawn(rt, &host, NULL, sig_host, (void *)(intptr_t)_i), 0);
 	WAIT_UNTIL(umcg_worker_tid(host) != 0);
 	tid = umcg_worker_tid(host);
-	watchdog_start(&wd, "unpark_from_handler", sig_progress, 1, rounds);
+	wd = watchdog_start("unpark_from_handler", sig_progress, 1, rounds, rt);
 	while (PEEK(&sig_progress[0]) < rounds) {
 		ck_assert_int_eq(tgkill(getpid(), tid, SIGUSR1), 0);
 		sent++;
 		WAIT_UNTIL((unsigned long)LOAD(&sig_handled) >= sent);
 	}
-	watchdog_stop(&wd);
+	h_watchdog_stop(wd);
 	/* The host first: it may still unpark the target (T exits by itself). */
 	STORE(&sig_done, 1);
 	ck_assert_int_eq(umcg_unpark(host), 0);
@@ -305,7 +177,7 @@ START_TEST(test_sleep_for_saturates)
 
 	ck_assert_int_eq(umcg_spawn(rt, NULL, NULL, sleep_forever, _i ? (void *)1 : NULL), 0);
 	WAIT_UNTIL(LOAD(&sleep_started));
-	sleep_us(200000);
+	h_sleep_us(200000);
 	ck_assert_msg(!LOAD(&sleep_returned), "umcg_sleep_%s(UINT64_MAX) returned",
 		      _i ? "until" : "for");
 }
@@ -350,7 +222,7 @@ START_TEST(test_timeslice_extremes)
 	struct umcg_worker *w[HOG_NR];
 	struct umcg_rt_attr attr;
 	struct umcg_rt *rt = NULL;
-	struct watchdog wd;
+	struct h_watchdog *wd;
 	int i;
 
 	umcg_rt_attr_init(&attr);
@@ -364,12 +236,12 @@ START_TEST(test_timeslice_extremes)
 	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
 	ck_assert_int_eq(umcg_rt_start(rt), 0);
 	hog_iters = 2000000 * h_stress();
-	watchdog_start(&wd, "timeslice", hog_progress, HOG_NR, HOG_NR * hog_iters);
+	wd = watchdog_start("timeslice", hog_progress, HOG_NR, HOG_NR * hog_iters, rt);
 	for (i = 0; i < HOG_NR; i++)
 		ck_assert_int_eq(umcg_spawn(rt, &w[i], NULL, hog, &hog_progress[i]), 0);
 	for (i = 0; i < HOG_NR; i++)
 		ck_assert_int_eq(umcg_join(w[i], NULL), 0);
-	watchdog_stop(&wd);
+	h_watchdog_stop(wd);
 	for (i = 0; i < HOG_NR; i++)
 		ck_assert_uint_eq(PEEK(&hog_progress[i]), hog_iters);
 	rt_end(rt);
@@ -574,7 +446,7 @@ START_TEST(test_join_cancelled)
 	ck_assert_int_eq(umcg_spawn(rt, &t, NULL, cj_target, NULL), 0);
 	ck_assert_int_eq(umcg_spawn(rt, &j, NULL, cj_joiner, t), 0);
 	WAIT_UNTIL(LOAD(&cj_joining));
-	sleep_us(20000);
+	h_sleep_us(20000);
 	ck_assert_int_eq(pthread_cancel(cj_thread), 0);
 	ck_assert_int_eq(umcg_join(j, &v), 0);
 	ck_assert_ptr_eq(v, PTHREAD_CANCELED);
@@ -606,12 +478,6 @@ static void *sw_parker(void *arg)
 	return NULL;
 }
 
-static void *echo(void *arg)
-{
-	umcg_yield();
-	return arg;
-}
-
 /*
  * A handler on a parked worker calls umcg_yield() and umcg_park(): both
  * refuse with -EDEADLK, and the server goes on running other workers.
@@ -633,7 +499,7 @@ START_TEST(test_switch_from_handler)
 	ck_assert_int_eq(umcg_spawn(rt, &p, NULL, sw_parker, NULL), 0);
 	WAIT_UNTIL(LOAD(&sw_parked) && umcg_worker_tid(p) != 0);
 	/* Parked for good: its yield to the server is long done. */
-	sleep_us(20000);
+	h_sleep_us(20000);
 	ck_assert_int_eq(tgkill(getpid(), umcg_worker_tid(p), SIGUSR2), 0);
 	WAIT_UNTIL(LOAD(&sw_rc_park) != 1);
 	ck_assert_int_eq(LOAD(&sw_rc_yield), -EDEADLK);
@@ -698,7 +564,7 @@ static atomic_int tsd_dtors;
 static void tsd_dtor(void *p)
 {
 	(void)p;
-	sleep_us(50000);
+	h_sleep_us(50000);
 	BUMP(&tsd_dtors);
 }
 
