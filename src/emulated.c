@@ -435,13 +435,10 @@ out:
 
 /*
  * §4 rule 7: @t must be readable (and, since we CAS on it, writable), found
- * without touching it. A 64-byte aligned block never crosses a page, so
- * its first 8 bytes tell for all of it. rt_sigprocmask() copies the new
- * set in before it looks at `how`, so an invalid `how` gives -EFAULT for
- * unreadable memory and -EINVAL, changing nothing, for readable memory.
- * Writability: process_vm_writev() of the bytes just read, where the
- * kernel has it (it changes nothing: the block belongs to the calling
- * thread, which is busy registering).
+ * without touching it: umcg__readable() (a 64-byte aligned block never
+ * crosses a page, so that is one look). Writability: process_vm_writev()
+ * of the bytes just read, where the kernel has it (it changes nothing: the
+ * block belongs to the calling thread, which is busy registering).
  */
 static int check_access(struct umcg_task *t)
 {
@@ -450,8 +447,7 @@ static int check_access(struct umcg_task *t)
 	struct iovec remote = { t, sizeof(*t) };
 	long r;
 
-	r = umcg__syscall6(SYS_rt_sigprocmask, -1, (long)t, 0, 8, 0, 0);
-	if (r == -EFAULT)
+	if (!umcg__readable(t, sizeof(*t)))
 		return -EFAULT;
 	r = umcg__syscall6(SYS_process_vm_readv, getpid(), (long)&local, 1, (long)&remote, 1, 0);
 	if (r != (long)sizeof(buf))

@@ -230,32 +230,6 @@ static bool nowait_failed(long r)
 	return r == -EAGAIN || r == -EOPNOTSUPP || r == -EINVAL || r == -ENOSYS;
 }
 
-/*
- * readable() - whether the kernel can read the @len bytes at @p, asked of
- * the kernel instead of found out by a fault. rt_sigprocmask() copies 8
- * bytes in before it looks at its `how`, so with an invalid one it fails
- * with EFAULT for memory it cannot read and with EINVAL, changing nothing,
- * for memory it can (emulated.c checks a task block the same way). @len is
- * 8 or a multiple of it. Bytes within one 4 KiB block share a page, so one
- * look covers them all; a range across a boundary takes a look per 8 bytes.
- *
- * The wrappers ask before they read a caller's timespec, sigset or futex
- * word themselves, and hand an unreadable one to the plain call, which
- * fails with EFAULT at once (as it would have without the wrapper).
- */
-static bool readable(const void *p, size_t len)
-{
-	uintptr_t a = (uintptr_t)p;
-	size_t off = 0;
-
-	if ((a & 4095) <= 4096 - len)
-		len = 8;
-	for (; off < len; off += 8)
-		if (umcg__syscall6(SYS_rt_sigprocmask, -1, (long)(a + off), 0, 8, 0, 0) == -EFAULT)
-			return false;
-	return true;
-}
-
 /* The bytes of a sigset_t that the kernel reads: its own sigset_t. */
 #define KERNEL_SIGSET_SIZE (_NSIG / 8)
 
@@ -789,8 +763,8 @@ UMCG_API int umcg_poll(struct pollfd *fds, nfds_t nfds, int timeout)
 
 /* @sigmask with the kick signal added, in @buf; NULL stays NULL (the
  * thread's own mask, which a region has blocked it in). Only the bytes the
- * kernel reads are copied: @sigmask is readable() for those, and the rest of
- * a sigset_t need not even be mapped. */
+ * kernel reads are copied: @sigmask is umcg__readable() for those, and the
+ * rest of a sigset_t need not even be mapped. */
 static const sigset_t *mask_with_kick(const sigset_t *sigmask, sigset_t *buf)
 {
 	int sig = umcg__load(&kick_sig, umcg__relaxed);
@@ -820,13 +794,13 @@ UMCG_API int umcg_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *
 	 * reads it from a copy of its own from then on.
 	 */
 	if (tmo_p) {
-		if (!readable(tmo_p, sizeof(*tmo_p)))
+		if (!umcg__readable(tmo_p, sizeof(*tmo_p)))
 			return -EFAULT;
 		tmo = *tmo_p;
 		tmo_p = &tmo;
 	}
 	/* Unreadable @sigmask: the plain call fails at once. */
-	if (!announce() || (sigmask && !readable(sigmask, KERNEL_SIGSET_SIZE)) ||
+	if (!announce() || (sigmask && !umcg__readable(sigmask, KERNEL_SIGSET_SIZE)) ||
 	    (tmo_p && (!timespec_valid(tmo_p) || timespec_zero(tmo_p)))) {
 		r = (int)neg(ppoll(fds, nfds, tmo_p, sigmask));
 	} else {
@@ -862,7 +836,8 @@ UMCG_API int umcg_epoll_pwait(int epfd, struct epoll_event *events, int maxevent
 	int r;
 
 	/* An unreadable @sigmask fails before any event is looked at. */
-	if (!announce() || timeout == 0 || (sigmask && !readable(sigmask, KERNEL_SIGSET_SIZE))) {
+	if (!announce() || timeout == 0 ||
+	    (sigmask && !umcg__readable(sigmask, KERNEL_SIGSET_SIZE))) {
 		r = (int)neg(epoll_pwait(epfd, events, maxevents, timeout, sigmask));
 	} else {
 		r = (int)neg(epoll_wait(epfd, events, maxevents, 0));
@@ -898,7 +873,7 @@ UMCG_API int umcg_nanosleep(const struct timespec *req, struct timespec *rem)
 
 	/* A NULL, unreadable, malformed or zero request: the plain call,
 	 * which returns at once (with EFAULT, EINVAL or 0). */
-	if (!announce() || !req || !readable(req, sizeof(*req)) || !timespec_valid(req) ||
+	if (!announce() || !req || !umcg__readable(req, sizeof(*req)) || !timespec_valid(req) ||
 	    timespec_zero(req))
 		r = (int)neg(nanosleep(req, rem));
 	else
@@ -917,8 +892,8 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
 	/* As umcg_nanosleep(); a past deadline, a clock that cannot be read,
 	 * and the thread's CPU clock (which clock_nanosleep() rejects) also
 	 * return at once. */
-	at_once = !announce() || !req || !readable(req, sizeof(*req)) || !timespec_valid(req) ||
-		  clockid == CLOCK_THREAD_CPUTIME_ID;
+	at_once = !announce() || !req || !umcg__readable(req, sizeof(*req)) ||
+		  !timespec_valid(req) || clockid == CLOCK_THREAD_CPUTIME_ID;
 	if (!at_once && (flags & TIMER_ABSTIME))
 		at_once = clock_gettime(clockid, &now) || timespec_le(req, &now);
 	else if (!at_once)
@@ -942,12 +917,12 @@ UMCG_API int umcg_futex_wait(uint32_t *uaddr, uint32_t val, const struct timespe
 		return -EFAULT;
 	if ((uintptr_t)uaddr % sizeof(*uaddr))
 		return -EINVAL;
-	if (abs_timeout && !readable(abs_timeout, sizeof(*abs_timeout)))
+	if (abs_timeout && !umcg__readable(abs_timeout, sizeof(*abs_timeout)))
 		return -EFAULT;
 	if (abs_timeout && !timespec_valid(abs_timeout))
 		return -EINVAL;
 	/* The aligned 8 bytes that hold the word lie in its page. */
-	if (!readable((const void *)((uintptr_t)uaddr & ~(uintptr_t)7), 8))
+	if (!umcg__readable((const void *)((uintptr_t)uaddr & ~(uintptr_t)7), 8))
 		return -EFAULT;
 	/* The futex word's protocol belongs to the caller; the kernel compares
 	 * it again under its own lock, so a relaxed look is enough here. */

@@ -11,6 +11,8 @@
 #define UMCG_SRC_SYSCALL_H
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <linux/futex.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -26,6 +28,33 @@ static inline long umcg__syscall6(long nr, long a, long b, long c, long d, long 
 		ret = -errno;
 	errno = saved;
 	return ret;
+}
+
+/*
+ * umcg__readable() - whether the kernel can read the @len bytes at @p,
+ * asked of the kernel instead of found out by a fault. rt_sigprocmask()
+ * copies 8 bytes in before it looks at its `how`, so with an invalid one
+ * it fails with EFAULT for memory it cannot read and with EINVAL, changing
+ * nothing, for memory it can. @len is 8 or a multiple of it. Bytes within
+ * one 4 KiB block share a page, so one look covers them all; a range
+ * across a boundary takes a look per 8 bytes.
+ *
+ * The io.h wrappers ask before they read a caller's timespec, sigset or
+ * futex word themselves, and hand an unreadable one to the plain call,
+ * which fails with EFAULT at once; the emulation's umcg_ctl() asks it of
+ * the task block (§4 rule 7).
+ */
+static inline bool umcg__readable(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	size_t off = 0;
+
+	if ((a & 4095) <= 4096 - len)
+		len = 8;
+	for (; off < len; off += 8)
+		if (umcg__syscall6(SYS_rt_sigprocmask, -1, (long)(a + off), 0, 8, 0, 0) == -EFAULT)
+			return false;
+	return true;
 }
 
 static inline pid_t umcg__gettid(void)
