@@ -211,8 +211,14 @@ static void *rr_worker(void *arg)
 		umcg_yield();
 	}
 	for (r = 0; r < RR_ROUNDS; r++) {
+		int ret;
+
 		record(id);
-		umcg_yield();
+		/* A yield that returned without switching would record twice
+		 * in a row: say so rather than fail on the order later. */
+		ret = umcg_yield();
+		ck_assert_msg(ret == 0, "worker %d, round %d: umcg_yield() returned %d", id, r,
+			      ret);
 	}
 	return NULL;
 }
