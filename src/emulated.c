@@ -107,6 +107,13 @@
 
 static __thread struct umcg__etask *self_task __attribute__((tls_model("initial-exec")));
 
+/*
+ * umcg__intercept - 1 in a thread registered as a worker with this backend,
+ * else 0. Written only by the thread itself; read by libumcg-preload.so's
+ * entry points as their one test of whether a call needs announcing.
+ */
+__thread int umcg__intercept __attribute__((tls_model("initial-exec"), visibility("default")));
+
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
 static pthread_key_t exit_key;
@@ -307,6 +314,7 @@ static void unregister_self(void)
 	umcg__store(&e->in_lib, 1, umcg__seq_cst);
 	umcg__registry_remove(e);
 	self_task = NULL;
+	umcg__intercept = 0;
 	pthread_setspecific(exit_key, NULL);
 	umcg__etask_free(e);
 }
@@ -398,6 +406,7 @@ static void fork_child(void)
 	umcg__registry_unlock();
 	umcg__registry_forget_all();
 	self_task = NULL;
+	umcg__intercept = 0;
 	pthread_setspecific(exit_key, NULL);
 }
 
@@ -512,6 +521,7 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 		umcg__store(&e->in_lib, 0, umcg__seq_cst);
 		return 0;
 	}
+	umcg__intercept = 1;
 	/* §4 rule 13: BLOCKED -> RUNNABLE, push, wake the server, wait to run. */
 	xition(self, UMCG_TASK_BLOCKED, UMCG_TASK_RUNNABLE);
 	stamp_runnable(e);
