@@ -42,6 +42,10 @@ extern const struct umcg__backend_ops umcg__kernel_ops;
  */
 int umcg__kernel_detect(char *why, size_t len);
 
+/* Blocks the emulation detected on the workers of server @server_tid
+ * while it is registered (0 on the kernel backend). */
+uint64_t umcg__unannounced_blocks(pid_t server_tid);
+
 /* The backend in use; chooses one on first call. NULL if none can run. */
 const struct umcg__backend_ops *umcg__backend(int *err);
 

@@ -85,12 +85,14 @@
  * sched_setaffinity, and thread-local data of the initial-exec model.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "atomics.h"
@@ -113,6 +115,13 @@ static __thread struct umcg__etask *self_task __attribute__((tls_model("initial-
  * entry points as their one test of whether a call needs announcing.
  */
 __thread int umcg__intercept __attribute__((tls_model("initial-exec"), visibility("default")));
+
+static void reclaim(struct umcg__etask *e);
+static void enter_lib(struct umcg__etask *e);
+static void serve_reclaims(struct umcg__etask *srv);
+static void watch_poke(void);
+static int e_block_begin(void);
+static int e_block_end(void);
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
@@ -209,6 +218,10 @@ static int wait_running(struct umcg__etask *e, uint64_t deadline)
 			ts.tv_nsec = (long)(abs % 1000000000ull);
 			tsp = &ts;
 		}
+		/* A server the watcher asked to take a worker back (see
+		 * "Detection"); relaxed: the exchange in there decides. */
+		if (umcg__load(&e->reclaim_req, umcg__relaxed))
+			serve_reclaims(e);
 		umcg__futex_wait(&ut->state, s, tsp, realtime);
 	}
 }
@@ -288,7 +301,9 @@ static void return_to_user(struct umcg__etask *e)
 		}
 		if ((s & UMCG_TASK_MASK) != UMCG_TASK_RUNNING &&
 		    !((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNABLE && (s & UMCG_TF_COND_WAIT))) {
-			umcg__store(&e->in_lib, 1, umcg__seq_cst);
+			/* BLOCKED by detection (a page fault just now)? Back
+			 * on the list first. */
+			enter_lib(e);
 			wait_running(e, 0);
 			continue;
 		}
@@ -297,9 +312,614 @@ static void return_to_user(struct umcg__etask *e)
 			srv = server_of(e);
 			if (srv)
 				follow_server(e, srv);
+			/* A worker back in user code is what the watcher
+			 * watches: wake it if it sleeps ("Detection"). */
+			watch_poke();
 		}
 		return;
 	}
+}
+
+/* ---- detection of unannounced blocking ---------------------------------- */
+
+/*
+ * Detection. The kernel sees a worker fall asleep in any system call or
+ * page fault; the emulation sees only what it is told (umcg_block_begin(),
+ * the wrappers of <umcg/io.h> and libumcg-preload.so). For the rest, a
+ * watcher thread, started at the first registration of a worker, looks at
+ * every worker that is RUNNING outside the library every `detect_ns / 2`:
+ *
+ *   - its thread's CPU clock (clock_gettime() of the thread's CPU-time
+ *     clock, ~0.5 us) has not moved since the previous look, and
+ *   - /proc/self/task/TID/syscall says it is not runnable (the kernel
+ *     prints "running" for a runnable thread, and the system call number,
+ *     or -1 outside one, for a sleeping thread),
+ *
+ * then the worker has been off its CPU for a whole period and sleeps now:
+ * the watcher makes it BLOCKED (blocked_ts stamped) and wakes its server,
+ * as the kernel would have. So within `detect_ns` of falling asleep in
+ * anything (a raw syscall, a page fault, a lock inside libc), a worker
+ * frees its server. Other mechanisms were measured first (doc/umcg-abi.md
+ * §11 rule 15 has the figures): /proc/.../stat costs 4 us a read, schedstat
+ * 1.2 us but says nothing about sleeping; the CPU clock is the cheapest test
+ * of "did it run", and the syscall file the cheapest of "does it sleep",
+ * read only for a worker that did not run.
+ *
+ * A worker so marked is still asleep in its own call, which must not be
+ * disturbed: no signal goes to it (umcg_kick() leaves a detected worker
+ * alone, as the kernel's CAS on a BLOCKED worker fails). When it wakes it
+ * runs user code while BLOCKED. It goes back under its server's control
+ * (BLOCKED -> RUNNABLE, pushed, server woken, wait for RUNNING) in
+ * reclaim(), the first thing it does on entering the library, or, if it
+ * stays in user code, when the watcher sees its CPU clock move: the watcher
+ * asks its server (`reclaim`, `reclaim_req`, a futex wake of the server's
+ * state word), and the server, which shares the worker's CPU, probes the
+ * worker and kicks it only if it is runnable. While the server runs there,
+ * the worker cannot start a new sleep, so the kick lands in user code. The
+ * kick handler calls reclaim().
+ *
+ * `detected`: DET_NONE -> DET_DECIDING (CAS, by the watcher or a kicker:
+ * one at a time) -> DET_BLOCKED (the worker's state was CASed RUNNING ->
+ * BLOCKED) or back to DET_NONE. The worker's side is enter_lib(): it stores
+ * in_lib and then loads `detected`; the decider stores DET_DECIDING and
+ * then loads in_lib (all seq_cst: a Dekker pair). Either the decider sees
+ * in_lib and gives up, or the worker sees DET_DECIDING and waits for the
+ * outcome, so no worker inside the library is ever made BLOCKED under it.
+ * A worker whose user code overwrote the BLOCKED state (a plain store of
+ * RUNNABLE before umcg_wait()) is left as it is; reclaim() then only clears
+ * the mark.
+ *
+ * Kicks: umcg_kick() of a RUNNING worker probes it first. A worker asleep
+ * in the kernel is not signalled (a signal would end its sleep early:
+ * nanosleep, poll and epoll_wait are not restarted after a handler); it is
+ * made BLOCKED on the spot, or left alone with detection off, and the next
+ * slice end kicks again. A signal that still meets a system call (the
+ * worker entered it between the probe and the signal) is caught in the
+ * handler, which resumes the call with restart_syscall(2) where the kernel
+ * kept a restart block (nanosleep, clock_nanosleep, poll, timed futex
+ * waits) and returns its real result in place of EINTR (cut_short()).
+ *
+ * The watcher sleeps on `watch_idle` while no worker is RUNNING outside the
+ * library and none is detected; a worker leaving the library wakes it
+ * (watch_poke()). The watcher stores watch_idle = 1 and then scans (loads
+ * of in_lib and state); the worker stores in_lib = 0, loads its state, and
+ * then loads watch_idle (seq_cst): the watcher sees the worker, or the
+ * worker sees watch_idle set and wakes it.
+ */
+enum {
+	DET_NONE = 0,
+	DET_DECIDING,
+	DET_BLOCKED
+};
+enum {
+	PROBE_UNKNOWN = 0,
+	PROBE_RUNNABLE,
+	PROBE_ASLEEP
+};
+enum {
+	M_NONE = 0,
+	M_RUNNING,
+	M_BLOCKED
+};
+
+#define DETECT_DEFAULT_NS 2000000ull
+#define NR_PROBE_SLOTS 4
+#define WATCH_FAILED -1
+#define WATCH_ASKS 8
+
+static uint64_t detect_ns = DETECT_DEFAULT_NS;
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static int watch_started; /* 0, 1, or WATCH_FAILED */
+static int watch_idle; /* futex word: 1 while the watcher has nothing to watch */
+/* The watcher's own probe descriptors. */
+static pid_t watch_probe_tid[NR_PROBE_SLOTS];
+static int watch_probe_fd[NR_PROBE_SLOTS];
+static unsigned int watch_probe_next;
+
+static void detect_env(void)
+{
+	const char *env = getenv("UMCG_DETECT_US");
+	char *end;
+	unsigned long long us;
+	int saved = errno;
+
+	if (env && *env) {
+		errno = 0;
+		us = strtoull(env, &end, 10);
+		if (!errno && !*end &&
+		    (us == 0 ||
+		     (us >= UMCG_DETECT_MIN_NS / 1000 && us <= UMCG_DETECT_MAX_NS / 1000)))
+			umcg__store(&detect_ns, (uint64_t)us * 1000, umcg__relaxed);
+	}
+	errno = saved;
+}
+
+UMCG_API int umcg_detect_set(uint64_t bound_ns)
+{
+	if (bound_ns && (bound_ns < UMCG_DETECT_MIN_NS || bound_ns > UMCG_DETECT_MAX_NS))
+		return -EINVAL;
+	pthread_once(&detect_once, detect_env);
+	umcg__store(&detect_ns, bound_ns, umcg__relaxed);
+	/* A watcher asleep with detection off looks again. */
+	if (umcg__xchg(&watch_idle, 0, umcg__seq_cst))
+		umcg__futex_wake((uint32_t *)&watch_idle);
+	return 0;
+}
+
+UMCG_API uint64_t umcg_detect_get(void)
+{
+	pthread_once(&detect_once, detect_env);
+	return umcg__load(&detect_ns, umcg__relaxed);
+}
+
+uint64_t umcg__unannounced_blocks(pid_t server_tid)
+{
+	struct umcg__etask *srv = umcg__registry_lookup(server_tid);
+
+	return srv ? umcg__load(&srv->unannounced, umcg__relaxed) : 0;
+}
+
+/* Digits of @v at the end of the buffer ending at @end. */
+static char *put_uint(char *end, unsigned int v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+/* open("/proc/self/task/<tid>/syscall"), async-signal-safe. */
+static int probe_open(pid_t tid)
+{
+	static const char head[] = "/proc/self/task/";
+	static const char tail[] = "/syscall";
+	char digits[12], path[sizeof(head) + sizeof(digits) + sizeof(tail)];
+	char *d = put_uint(digits + sizeof(digits), (unsigned int)tid);
+	size_t n = (size_t)(digits + sizeof(digits) - d);
+
+	memcpy(path, head, sizeof(head) - 1);
+	memcpy(path + sizeof(head) - 1, d, n);
+	memcpy(path + sizeof(head) - 1 + n, tail, sizeof(tail));
+	return (int)umcg__syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+}
+
+static int probe_parse(int fd)
+{
+	char buf[16];
+	long r = umcg__syscall6(SYS_pread64, fd, (long)buf, sizeof(buf), 0, 0, 0);
+
+	if (r <= 0)
+		return PROBE_UNKNOWN;
+	if (r >= 7 && !memcmp(buf, "running", 7))
+		return PROBE_RUNNABLE;
+	if (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9'))
+		return PROBE_ASLEEP;
+	return PROBE_UNKNOWN;
+}
+
+/*
+ * probe() - is thread @tid runnable, or asleep in the kernel? With a cache
+ * of descriptors (@tids/@fds, @slots long, owned by the calling thread) if
+ * the caller has one, else an open and a close. A cached descriptor whose
+ * thread has gone reads an error and is replaced.
+ */
+static int probe(pid_t tid, pid_t *tids, int *fds, unsigned int *next)
+{
+	unsigned int i;
+	int fd, r;
+
+	if (!tids) {
+		fd = probe_open(tid);
+		if (fd < 0)
+			return PROBE_UNKNOWN;
+		r = probe_parse(fd);
+		umcg__syscall6(SYS_close, fd, 0, 0, 0, 0, 0);
+		return r;
+	}
+	for (i = 0; i < NR_PROBE_SLOTS; i++) {
+		if (tids[i] == tid) {
+			r = probe_parse(fds[i]);
+			if (r != PROBE_UNKNOWN)
+				return r;
+			umcg__syscall6(SYS_close, fds[i], 0, 0, 0, 0, 0);
+			tids[i] = 0;
+			break;
+		}
+	}
+	fd = probe_open(tid);
+	if (fd < 0)
+		return PROBE_UNKNOWN;
+	r = probe_parse(fd);
+	i = (*next)++ % NR_PROBE_SLOTS;
+	if (tids[i])
+		umcg__syscall6(SYS_close, fds[i], 0, 0, 0, 0, 0);
+	tids[i] = tid;
+	fds[i] = fd;
+	return r;
+}
+
+/* Probe @tid from the calling thread, with its record's cache if it has one. */
+static int probe_self(pid_t tid)
+{
+	struct umcg__etask *me = self_task;
+	int r;
+
+	/* The cache is the thread's own; a handler that interrupts a probe
+	 * of its thread goes without it. */
+	if (!me || me->probe_busy)
+		return probe(tid, NULL, NULL, NULL);
+	me->probe_busy = 1;
+	r = probe(tid, me->probe_tid, me->probe_fd, &me->probe_next);
+	me->probe_busy = 0;
+	return r;
+}
+
+/* Close the probe descriptors cached in @tids/@fds. */
+static void probe_close_all(pid_t *tids, int *fds)
+{
+	unsigned int i;
+
+	for (i = 0; i < NR_PROBE_SLOTS; i++) {
+		if (tids[i])
+			umcg__syscall6(SYS_close, fds[i], 0, 0, 0, 0, 0);
+		tids[i] = 0;
+	}
+}
+
+/* CPU time of thread @tid in ns (+1, so that 0 means unreadable). */
+static uint64_t thread_cpu_ns(pid_t tid)
+{
+	/* The kernel's clock id for a thread's scheduler CPU time. */
+	clockid_t id = (clockid_t)((~(unsigned int)tid << 3) | 6);
+	struct timespec ts;
+
+	if (umcg__syscall6(SYS_clock_gettime, id, (long)&ts, 0, 0, 0, 0))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + 1;
+}
+
+/*
+ * detect_block() - make worker @t (thread @tid), found asleep in the kernel
+ * in a call nobody announced, BLOCKED, and wake its server. Called by the
+ * watcher or by a kicker. Return: true if it did.
+ */
+static bool detect_block(struct umcg__etask *t, pid_t tid)
+{
+	struct umcg__etask *srv;
+	struct umcg_task *ut;
+	int none = DET_NONE;
+	uint32_t s;
+
+	/* One decider at a time. */
+	if (!umcg__cas(&t->detected, &none, DET_DECIDING, umcg__seq_cst))
+		return false;
+	/* The Dekker pair with enter_lib() (see "Detection"). */
+	if (umcg__load(&t->in_lib, umcg__seq_cst) || umcg__load(&t->in_block, umcg__seq_cst) ||
+	    umcg__load(&t->tid, umcg__acquire) != tid)
+		goto undo;
+	ut = ut_of(t);
+	srv = server_of(t);
+	if (!srv)
+		goto undo;
+	s = umcg__load(&ut->state, umcg__relaxed);
+	do {
+		if ((s & UMCG_TASK_MASK) != UMCG_TASK_RUNNING)
+			goto undo;
+	} while (!umcg__cas(&ut->state, &s,
+			    (s & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) | UMCG_TASK_BLOCKED,
+			    umcg__seq_cst));
+	umcg__store(&ut->blocked_ts, now_ns(t->clock), umcg__relaxed);
+	/* Release: a worker that sees DET_BLOCKED sees its state BLOCKED. */
+	umcg__store(&t->detected, DET_BLOCKED, umcg__release);
+	umcg__fetch_add(&srv->unannounced, 1, umcg__relaxed);
+	UMCG_TRACE1(block, tid);
+	wake_server(srv);
+	watch_poke();
+	return true;
+undo:
+	umcg__store(&t->detected, DET_NONE, umcg__release);
+	return false;
+}
+
+/* The calling thread enters the library (see 3. and "Detection"). */
+static void enter_lib(struct umcg__etask *e)
+{
+	umcg__store(&e->in_lib, 1, umcg__seq_cst);
+	if (e->worker)
+		reclaim(e);
+}
+
+/*
+ * reclaim() - a worker that detection made BLOCKED is awake and in the
+ * library: back under its server, as umcg_block_end() does. Called with
+ * in_lib set.
+ */
+static void reclaim(struct umcg__etask *e)
+{
+	struct umcg__etask *srv;
+	int d;
+
+	/* Pairs with the seq_cst CAS and the release store of the decider. */
+	while ((d = umcg__load(&e->detected, umcg__seq_cst)) == DET_DECIDING)
+		umcg__syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	if (d != DET_BLOCKED)
+		return;
+	umcg__store(&e->detected, DET_NONE, umcg__relaxed);
+	umcg__store(&e->reclaim, 0, umcg__relaxed);
+	srv = server_of(e);
+	if (!srv) {
+		/* No server to go back to: carry on, as a worker whose
+		 * server_tid is bad does after a preemption. */
+		xition(e->ut, UMCG_TASK_BLOCKED, UMCG_TASK_RUNNING);
+		return;
+	}
+	/* Fails if user code wrote its state itself since: nothing to do. */
+	if (!xition(e->ut, UMCG_TASK_BLOCKED, UMCG_TASK_RUNNABLE))
+		return;
+	stamp_runnable(e);
+	enqueue_self(e, srv);
+	wake_server(srv);
+	wait_running(e, 0);
+}
+
+/*
+ * ran_since() - has worker @t (thread @tid) had CPU time since the last
+ * kicker looked? A runnable thread that has not may be inside the kernel,
+ * woken from a sleep and waiting for its CPU to return: a signal now would
+ * turn the end of a poll() or epoll_wait() timeout into EINTR. One that has
+ * was running user code moments ago. The first look passes.
+ */
+static bool ran_since(struct umcg__etask *t, pid_t tid)
+{
+	uint64_t cpu = thread_cpu_ns(tid);
+	uint64_t last = umcg__xchg(&t->kick_cpu, cpu, umcg__relaxed);
+
+	return !cpu || cpu != last;
+}
+
+/*
+ * reclaim_kick() - kick detected worker @t (thread @tid) back into the
+ * library if the probe found it runnable, i.e. awake in user code.
+ */
+static void reclaim_kick(struct umcg__etask *t, pid_t tid, int probed)
+{
+	if (probed != PROBE_RUNNABLE || umcg__load(&t->detected, umcg__acquire) != DET_BLOCKED ||
+	    umcg__load(&t->tid, umcg__acquire) != tid || !ran_since(t, tid))
+		return;
+	/* Pairs with the exchange in take_kicks(). */
+	umcg__store(&t->kick_pending, 1, umcg__release);
+	umcg__syscall6(SYS_tgkill, getpid(), tid, KICK_SIGNAL, 0, 0, 0);
+}
+
+/* A server serves the watcher's requests to take its workers back. */
+static void serve_reclaims(struct umcg__etask *srv)
+{
+	struct umcg__etask *t;
+	pid_t tid;
+
+	if (!umcg__xchg(&srv->reclaim_req, 0, umcg__acq_rel))
+		return;
+	for (t = umcg__etask_all(); t; t = t->all_next) {
+		tid = umcg__load(&t->tid, umcg__acquire);
+		if (!tid || !umcg__load(&t->reclaim, umcg__relaxed))
+			continue;
+		if (umcg__xchg(&t->reclaim, 0, umcg__acq_rel))
+			reclaim_kick(t, tid, probe_self(tid));
+	}
+}
+
+/* The watcher asks @t's server to take it back. */
+static bool ask_server(struct umcg__etask *t)
+{
+	struct umcg__etask *srv = server_of(t);
+
+	if (!srv)
+		return false;
+	umcg__store(&t->reclaim, 1, umcg__release);
+	umcg__store(&srv->reclaim_req, 1, umcg__release);
+	umcg__futex_wake(&ut_of(srv)->state);
+	return true;
+}
+
+static uint64_t watch_period(void)
+{
+	return umcg__load(&detect_ns, umcg__relaxed) / 2;
+}
+
+static int watch_probe(pid_t tid)
+{
+	return probe(tid, watch_probe_tid, watch_probe_fd, &watch_probe_next);
+}
+
+/* One look at every worker. Return: whether any needs watching. */
+static bool watch_scan(void)
+{
+	struct umcg__etask *t;
+	bool busy = false;
+	uint64_t cpu;
+	uint32_t s;
+	pid_t tid;
+	int d;
+
+	for (t = umcg__etask_all(); t; t = t->all_next) {
+		tid = umcg__load(&t->tid, umcg__acquire);
+		if (!tid || !umcg__load(&t->worker, umcg__relaxed)) {
+			t->m_mode = M_NONE;
+			continue;
+		}
+		s = umcg__load(&ut_of(t)->state, umcg__seq_cst) & UMCG_TASK_MASK;
+		d = umcg__load(&t->detected, umcg__seq_cst);
+		if (d == DET_BLOCKED) {
+			busy = true;
+			if (s != UMCG_TASK_BLOCKED)
+				continue; /* its user code took over; reclaim() clears */
+			cpu = thread_cpu_ns(tid);
+			if (t->m_tid != tid || t->m_mode != M_BLOCKED) {
+				t->m_tid = tid;
+				t->m_mode = M_BLOCKED;
+				t->m_cpu = cpu;
+				t->m_asks = 0;
+				continue;
+			}
+			/* Still asleep, or only woke for a moment (a sleeper
+			 * between two sleeps is left alone). */
+			if (cpu - t->m_cpu < watch_period() / 4)
+				continue;
+			t->m_cpu = cpu;
+			umcg__store(&t->kick_cpu, cpu, umcg__relaxed);
+			/* Awake in user code: its server takes it back (the
+			 * server found it asleep again if it did not). Only a
+			 * server that left the request untaken for
+			 * WATCH_ASKS looks (one that does not wait in
+			 * umcg_wait()) makes the watcher kick it itself; that
+			 * kick, from another CPU, is the one that can meet a
+			 * new sleep (resume_cut() then repairs what it can). */
+			if (!umcg__load(&t->reclaim, umcg__acquire))
+				t->m_asks = 0;
+			if (t->m_asks++ < WATCH_ASKS && ask_server(t))
+				continue;
+			t->m_asks = 0;
+			umcg__store(&t->reclaim, 0, umcg__relaxed);
+			reclaim_kick(t, tid, watch_probe(tid));
+			continue;
+		}
+		if (s != UMCG_TASK_RUNNING || d != DET_NONE ||
+		    umcg__load(&t->in_lib, umcg__seq_cst) ||
+		    umcg__load(&t->in_block, umcg__seq_cst)) {
+			t->m_mode = M_NONE;
+			continue;
+		}
+		busy = true;
+		cpu = thread_cpu_ns(tid);
+		if (t->m_tid != tid || t->m_mode != M_RUNNING || cpu != t->m_cpu) {
+			t->m_tid = tid;
+			t->m_mode = M_RUNNING;
+			t->m_cpu = cpu;
+			continue;
+		}
+		/* No CPU time for a whole period: asleep, or only waiting
+		 * for a CPU? */
+		if (watch_probe(tid) == PROBE_ASLEEP && detect_block(t, tid)) {
+			t->m_mode = M_BLOCKED;
+			t->m_cpu = thread_cpu_ns(tid);
+			t->m_asks = 0;
+		}
+	}
+	return busy;
+}
+
+static void *watch_main(void *arg)
+{
+	struct timespec ts;
+	uint64_t bound;
+
+	(void)arg;
+	for (;;) {
+		bound = umcg__load(&detect_ns, umcg__relaxed);
+		if (bound && watch_scan()) {
+			ts.tv_sec = (time_t)(bound / 2 / 1000000000ull);
+			ts.tv_nsec = (long)(bound / 2 % 1000000000ull);
+			umcg__syscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+			continue;
+		}
+		/* Nothing to watch: sleep until a worker leaves the library
+		 * (see "Detection" for the pair with watch_poke()). */
+		umcg__store(&watch_idle, 1, umcg__seq_cst);
+		bound = umcg__load(&detect_ns, umcg__relaxed);
+		if (!bound || !watch_scan())
+			umcg__futex_wait((uint32_t *)&watch_idle, 1, NULL, 0);
+		umcg__store(&watch_idle, 0, umcg__relaxed);
+	}
+	return NULL;
+}
+
+/* Wake the watcher if it sleeps with nothing to watch. */
+static void watch_poke(void)
+{
+	int one = 1;
+
+	if (umcg__load(&watch_idle, umcg__seq_cst) &&
+	    umcg__cas(&watch_idle, &one, 0, umcg__seq_cst))
+		umcg__futex_wake((uint32_t *)&watch_idle);
+}
+
+/* Start the watcher once per process (again in a fork child). Without it
+ * (pthread_create() failed, or detection is off) nothing is detected, and
+ * kicks still spare sleepers. */
+static void watch_start(void)
+{
+	int zero = 0;
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t th;
+	int saved = errno;
+
+	if (umcg__load(&watch_started, umcg__acquire) || !umcg_detect_get())
+		return;
+	if (!umcg__cas(&watch_started, &zero, 1, umcg__acq_rel))
+		return;
+	/* The watcher takes no signals: it inherits a full mask. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (pthread_attr_init(&attr)) {
+		umcg__store(&watch_started, WATCH_FAILED, umcg__release);
+	} else {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 64 * 1024);
+		if (pthread_create(&th, &attr, watch_main, NULL))
+			umcg__store(&watch_started, WATCH_FAILED, umcg__release);
+		else
+			pthread_setname_np(th, "umcg-watch");
+		pthread_attr_destroy(&attr);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
+}
+
+/*
+ * cut_short() - did the kick signal, taken at @uc, end a system call of
+ * the program's with EINTR? Then the interrupted instruction pointer is
+ * just past a `syscall` instruction and rax holds -EINTR. (A call the
+ * kernel restarts itself, with SA_RESTART, shows rip back on the `syscall`
+ * and rax holding the call's number.)
+ */
+static bool cut_short(void *uc)
+{
+#if defined(__x86_64__)
+	const greg_t *g = ((ucontext_t *)uc)->uc_mcontext.gregs;
+	const unsigned char *ip = (const unsigned char *)g[REG_RIP];
+
+	if (g[REG_RAX] != -EINTR || (uintptr_t)ip < 4096 || !umcg__readable(ip - 8, 8))
+		return false;
+	return ip[-2] == 0x0f && ip[-1] == 0x05;
+#else
+	(void)uc;
+	return false;
+#endif
+}
+
+/*
+ * resume_cut() - the kick signal ended the system call it met (cut_short()).
+ * Resume the call with restart_syscall(2), BLOCKED while it sleeps, and put
+ * its result where the interrupted code reads it. A call the kernel keeps
+ * no restart block for (epoll_wait, select, ppoll) answers -EINTR at once,
+ * and EINTR is then what the program sees.
+ */
+static void resume_cut(void *uc)
+{
+#if defined(__x86_64__)
+	greg_t *g = ((ucontext_t *)uc)->uc_mcontext.gregs;
+	/* A worker the watcher already made BLOCKED stays so; reclaim()
+	 * takes it back afterwards. */
+	bool region = !e_block_begin();
+
+	g[REG_RAX] = umcg__syscall6(SYS_restart_syscall, 0, 0, 0, 0, 0, 0);
+	if (region)
+		e_block_end();
+#else
+	(void)uc;
+#endif
 }
 
 /* ---- process-wide set-up ----------------------------------------------- */
@@ -312,6 +932,11 @@ static void unregister_self(void)
 	 * signal already on its way finds in_lib set and does nothing: the
 	 * thread must not be preempted once it left the registry. */
 	umcg__store(&e->in_lib, 1, umcg__seq_cst);
+	/* A detected worker leaves as it is; wait for a decider to finish. */
+	while (umcg__load(&e->detected, umcg__seq_cst) == DET_DECIDING)
+		umcg__syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	umcg__store(&e->detected, DET_NONE, umcg__relaxed);
+	probe_close_all(e->probe_tid, e->probe_fd);
 	umcg__registry_remove(e);
 	self_task = NULL;
 	umcg__intercept = 0;
@@ -374,7 +999,11 @@ static void kick_handler(int sig, siginfo_t *si, void *uc)
 		if (!umcg__load(&e->in_lib, umcg__seq_cst) &&
 		    !umcg__load(&e->in_block, umcg__relaxed)) {
 			no_cancel(true, old);
-			umcg__store(&e->in_lib, 1, umcg__seq_cst);
+			/* The kick met a system call the worker entered after
+			 * the kicker's probe (see "Detection"). */
+			if (cut_short(uc))
+				resume_cut(uc);
+			enter_lib(e);
 			return_to_user(e);
 			no_cancel(false, old);
 		}
@@ -403,10 +1032,18 @@ static void fork_parent(void)
 /* The child of fork() is not registered, and neither is anyone else. */
 static void fork_child(void)
 {
+	struct umcg__etask *t;
+
 	umcg__registry_unlock();
 	umcg__registry_forget_all();
 	self_task = NULL;
 	umcg__intercept = 0;
+	/* No watcher here; the descriptors name the parent's threads. */
+	for (t = umcg__etask_all(); t; t = t->all_next)
+		probe_close_all(t->probe_tid, t->probe_fd);
+	probe_close_all(watch_probe_tid, watch_probe_fd);
+	umcg__store(&watch_started, 0, umcg__relaxed);
+	umcg__store(&watch_idle, 0, umcg__relaxed);
 	pthread_setspecific(exit_key, NULL);
 }
 
@@ -415,6 +1052,7 @@ static void init_process(void)
 	struct sigaction sa;
 	int saved = errno;
 
+	pthread_once(&detect_once, detect_env);
 	if (pthread_key_create(&exit_key, on_thread_exit)) {
 		init_err = -EAGAIN;
 		goto out;
@@ -522,6 +1160,7 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 		return 0;
 	}
 	umcg__intercept = 1;
+	watch_start();
 	/* §4 rule 13: BLOCKED -> RUNNABLE, push, wake the server, wait to run. */
 	xition(self, UMCG_TASK_BLOCKED, UMCG_TASK_RUNNABLE);
 	stamp_runnable(e);
@@ -571,7 +1210,7 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 	if (e->worker && abs_timeout)
 		return -ERANGE;
 	ut = e->ut;
-	umcg__store(&e->in_lib, 1, umcg__seq_cst);
+	enter_lib(e);
 	/* §5 rule 3 */
 	if (e->worker) {
 		srv = server_of(e);
@@ -657,6 +1296,25 @@ static int e_kick(uint32_t flags, pid_t tid)
 	s = umcg__load(&ut_of(t)->state, umcg__seq_cst);
 	if (!kick_acts(t, s))
 		return 0;
+	/* Asleep in a call that detection saw: as on the kernel, where the
+	 * CAS on a BLOCKED worker fails, nothing happens. */
+	if (umcg__load(&t->detected, umcg__seq_cst) != DET_NONE)
+		return 0;
+	/* A RUNNING worker asleep in the kernel is not signalled: the
+	 * signal would end its sleep (see "Detection"). */
+	if ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING && t != self_task) {
+		switch (probe_self(tid)) {
+		case PROBE_ASLEEP:
+			if (umcg__load(&detect_ns, umcg__relaxed))
+				detect_block(t, tid);
+			return 0;
+		case PROBE_RUNNABLE:
+			/* Not yet: the next slice end kicks again. */
+			if (!ran_since(t, tid))
+				return 0;
+			break;
+		}
+	}
 	/* The record may have been recycled for another thread since the
 	 * lookup (registry.c): only signal the thread it still names. */
 	if (umcg__load(&t->tid, umcg__acquire) != tid)
@@ -684,7 +1342,7 @@ static int e_block_begin(void)
 	srv = server_of(e);
 	if (!srv)
 		return -ESRCH;
-	umcg__store(&e->in_lib, 1, umcg__seq_cst);
+	enter_lib(e);
 	if (!xition(ut, UMCG_TASK_RUNNING, UMCG_TASK_BLOCKED)) {
 		umcg__store(&e->in_lib, 0, umcg__seq_cst);
 		return -EAGAIN;

@@ -34,6 +34,15 @@
 static struct umcg__etask **chunks[NR_CHUNKS];
 static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct umcg__etask *free_list;
+/* Push-only list of every record, for the watcher's scan: a record is
+ * linked (release CAS) after its fields are set, and never freed. */
+static struct umcg__etask *all_list;
+
+struct umcg__etask *umcg__etask_all(void)
+{
+	/* Pairs with the release CAS in umcg__etask_alloc(). */
+	return umcg__load(&all_list, umcg__acquire);
+}
 
 struct umcg__etask *umcg__etask_alloc(void)
 {
@@ -46,11 +55,16 @@ struct umcg__etask *umcg__etask_alloc(void)
 	pthread_mutex_unlock(&free_lock);
 	if (!e) {
 		int saved = errno; /* calloc() sets it when it fails */
+		struct umcg__etask *head;
 
 		e = calloc(1, sizeof(*e));
 		errno = saved;
 		if (!e)
 			return NULL;
+		head = umcg__load(&all_list, umcg__relaxed);
+		do {
+			e->all_next = head;
+		} while (!umcg__cas(&all_list, &head, e, umcg__release));
 	}
 	/* A stale reader only trusts the record after it has seen its own
 	 * tid in it (before and after its reads); `ut` is left as it was, so
@@ -60,6 +74,11 @@ struct umcg__etask *umcg__etask_alloc(void)
 	umcg__store(&e->in_lib, 0, umcg__relaxed);
 	umcg__store(&e->in_block, 0, umcg__relaxed);
 	umcg__store(&e->kick_pending, 0, umcg__relaxed);
+	umcg__store(&e->detected, 0, umcg__relaxed);
+	umcg__store(&e->reclaim, 0, umcg__relaxed);
+	umcg__store(&e->reclaim_req, 0, umcg__relaxed);
+	umcg__store(&e->kick_cpu, 0, umcg__relaxed);
+	umcg__store(&e->unannounced, 0, umcg__relaxed);
 	e->have_affinity = false;
 	e->synced_server = NULL;
 	e->free_next = NULL;

@@ -38,7 +38,31 @@ struct umcg__etask {
 	cpu_set_t affinity; /* server: CPUs at registration */
 	struct umcg__etask *synced_server; /* worker: whose CPUs it took */
 	struct umcg__etask *free_next;
+
+	/* Detection of unannounced blocking (emulated.c, "Detection"). */
+	int detected; /* worker: DET_* */
+	int reclaim; /* worker: the watcher asked its server to take it back */
+	int reclaim_req; /* server: some worker's `reclaim` is set */
+	uint64_t kick_cpu; /* worker: its CPU time at the last look of a kicker */
+	uint64_t unannounced; /* server: blocks detected on its workers */
+	/* Probe descriptors cached by this record's own thread (a kicker):
+	 * /proc/self/task/<probe_tid[i]>/syscall is open as probe_fd[i]. */
+	pid_t probe_tid[4];
+	int probe_fd[4];
+	unsigned int probe_next; /* the slot to replace next */
+	volatile int probe_busy; /* a probe runs (a handler nests: no cache) */
+	/* The watcher's own view of this record; only the watcher touches
+	 * these. */
+	pid_t m_tid;
+	int m_mode;
+	int m_asks;
+	uint64_t m_cpu;
+	/* Every record ever allocated, newest first; never unlinked. */
+	struct umcg__etask *all_next;
 };
+
+/* The head of the list of every record (acquire load). */
+struct umcg__etask *umcg__etask_all(void);
 
 struct umcg__etask *umcg__etask_alloc(void);
 void umcg__etask_free(struct umcg__etask *e);

@@ -785,6 +785,7 @@ static void *server_main(void *arg)
 {
 	struct server *s = arg;
 	struct umcg_rt *rt = s->rt;
+	uint64_t unannounced;
 	sigset_t all;
 	int ret;
 
@@ -824,7 +825,10 @@ static void *server_main(void *arg)
 	if (ret)
 		return NULL;
 	server_loop(s);
+	/* The emulation's count dies with the registration: keep it. */
+	unannounced = umcg__unannounced_blocks(s->tid);
 	umcg_ctl(UMCG_CTL_UNREGISTER, NULL, 0);
+	umcg__fetch_add(&s->st.unannounced_blocks, unannounced, umcg__relaxed);
 	return NULL;
 }
 
@@ -1578,6 +1582,10 @@ UMCG_API int umcg_rt_server_stats(const struct umcg_rt *rt, unsigned int server,
 	out->idle_wakeups = umcg__load(&st->idle_wakeups, umcg__relaxed);
 	out->wakeups_sent = umcg__load(&st->wakeups_sent, umcg__relaxed);
 	out->missed_wakeups = umcg__load(&st->missed_wakeups, umcg__relaxed);
+	/* Earlier runs' counts, and the live one of a registered server. */
+	out->unannounced_blocks = umcg__load(&st->unannounced_blocks, umcg__relaxed);
+	if (umcg__load(&rt->servers[server].ready, umcg__acquire) == 1)
+		out->unannounced_blocks += umcg__unannounced_blocks(rt->servers[server].tid);
 	out->cpu = st->cpu;
 	return 0;
 }

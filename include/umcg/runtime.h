@@ -475,6 +475,10 @@ UMCG_API pid_t umcg_worker_tid(const struct umcg_worker *w);
  *	or a kernel whose umcg_kick() does not wake a waiting server, shows
  *	here (a worker that turns up within microseconds of the backstop may
  *	also be counted).
+ * @unannounced_blocks: times its running worker fell asleep in the kernel
+ *	in a call nobody announced and the emulation's detection saw it
+ *	(umcg_detect_set()); always 0 on the kernel backend, which sees every
+ *	block. Also counted in @blocks.
  * @cpu: the CPU it is pinned to, or -1.
  */
 struct umcg_server_stats {
@@ -486,6 +490,7 @@ struct umcg_server_stats {
 	uint64_t idle_wakeups;
 	uint64_t wakeups_sent;
 	uint64_t missed_wakeups;
+	uint64_t unannounced_blocks;
 	int cpu;
 };
 

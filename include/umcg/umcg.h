@@ -328,6 +328,45 @@ UMCG_API int umcg_block_begin(void);
 UMCG_API int umcg_block_end(void);
 
 /* ------------------------------------------------------------------------
+ * Detection of unannounced blocking (emulation)
+ *
+ * A worker asleep in the kernel in a call nobody announced (a raw
+ * syscall(), a page fault, a lock inside libc, any unwrapped call) is
+ * noticed by the emulation within a bound: it is made BLOCKED, blocked_ts
+ * stamped, and its server woken, as the kernel does at once. When it wakes
+ * it goes back under its server (BLOCKED -> RUNNABLE, pushed, waits for
+ * RUNNING) before it has run user code for that bound beside another worker
+ * of its server. A kick never lands as a signal on a worker asleep in the
+ * kernel. The bound defaults to 2 ms; the environment variable
+ * UMCG_DETECT_US (microseconds, 0 = off) sets it at the first registration,
+ * umcg_detect_set() at any time. On the kernel backend nothing needs
+ * detecting and the setting has no effect.
+ * ---------------------------------------------------------------------- */
+
+/* The bounds umcg_detect_set() accepts (0 aside): 100 us to 10 s. */
+#define UMCG_DETECT_MIN_NS 100000ull
+#define UMCG_DETECT_MAX_NS 10000000000ull
+
+/**
+ * umcg_detect_set() - set the detection bound.
+ * @bound_ns: 0 turns detection off; otherwise UMCG_DETECT_MIN_NS to
+ *	UMCG_DETECT_MAX_NS. A watcher thread looks at running workers every
+ *	@bound_ns / 2.
+ *
+ * Return: 0; -EINVAL for a bound out of range (nothing changes).
+ * Context: any thread.
+ */
+UMCG_API int umcg_detect_set(uint64_t bound_ns);
+
+/**
+ * umcg_detect_get() - the detection bound in use.
+ *
+ * Return: the bound in ns, 0 if detection is off.
+ * Context: any thread.
+ */
+UMCG_API uint64_t umcg_detect_get(void);
+
+/* ------------------------------------------------------------------------
  * Runnable-list helpers
  *
  * A server's runnable_workers_ptr heads a LIFO singly linked list of

@@ -11,7 +11,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -56,6 +59,32 @@ void h_sleep_us(unsigned int us)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+int h_nr_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[300], comm[32];
+	int n = 0, fd;
+	ssize_t len;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		len = fd < 0 ? -1 : read(fd, comm, sizeof(comm) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (len == 11 && !memcmp(comm, "umcg-watch\n", 11))
+			continue;
+		n++;
+	}
+	closedir(d);
+	return n;
 }
 
 /* ---- the watchdog ----------------------------------------------------------- */

@@ -68,6 +68,13 @@ uint64_t h_now(clockid_t clk);
 /* h_sleep_us() - nanosleep, restarted on EINTR; never from a RUNNING worker. */
 void h_sleep_us(unsigned int us);
 
+/*
+ * h_nr_threads() - the threads of this process, from /proc/self/task, not
+ * counting the emulation's watcher ("umcg-watch"), which lives as long as
+ * the process once a worker registered. -1 if /proc cannot be read.
+ */
+int h_nr_threads(void);
+
 /* ---- the watchdog ----------------------------------------------------------- */
 
 /**

@@ -582,14 +582,9 @@ static void *idle_thread(void *arg)
 /* The threads of this process, from /proc/self/task. */
 static int nr_tasks(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
+	int n = h_nr_threads();
 
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
+	ck_assert_int_ge(n, 1);
 	return n;
 }
 
