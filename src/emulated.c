@@ -178,6 +178,29 @@ static struct umcg_task *ut_of(struct umcg__etask *e)
 	return umcg__load(&e->ut, umcg__relaxed);
 }
 
+/*
+ * pin() / unpin() - keep the task block of record @t, looked up for thread
+ * @tid by another thread, from being freed while we read it. A thread that
+ * unregisters clears `tid` and then waits for `pins` to drop to 0 before
+ * it returns (after which its program may free the block); the reader
+ * counts itself in `pins` and then re-reads `tid` (all seq_cst): either the
+ * reader sees the tid gone and leaves the block alone, or the thread sees
+ * the pin and waits. Async-signal-safe.
+ */
+static bool pin(struct umcg__etask *t, pid_t tid)
+{
+	umcg__fetch_add(&t->pins, 1, umcg__seq_cst);
+	if (umcg__load(&t->tid, umcg__seq_cst) == tid)
+		return true;
+	umcg__fetch_add(&t->pins, -1, umcg__seq_cst);
+	return false;
+}
+
+static void unpin(struct umcg__etask *t)
+{
+	umcg__fetch_add(&t->pins, -1, umcg__seq_cst);
+}
+
 /* Waking a server that is not RUNNABLE is fine: it is awake already. */
 static void wake_server(struct umcg__etask *srv)
 {
@@ -612,9 +635,12 @@ static bool detect_block(struct umcg__etask *t, pid_t tid)
 	umcg__store(&ut->blocked_ts, now_ns(t->clock), umcg__relaxed);
 	/* Release: a worker that sees DET_BLOCKED sees its state BLOCKED. */
 	umcg__store(&t->detected, DET_BLOCKED, umcg__release);
-	umcg__fetch_add(&srv->unannounced, 1, umcg__relaxed);
 	UMCG_TRACE1(block, tid);
-	wake_server(srv);
+	if (pin(srv, umcg__load(&srv->tid, umcg__relaxed))) {
+		umcg__fetch_add(&srv->unannounced, 1, umcg__relaxed);
+		wake_server(srv);
+		unpin(srv);
+	}
 	watch_poke();
 	return true;
 undo:
@@ -704,8 +730,10 @@ static void serve_reclaims(struct umcg__etask *srv)
 		tid = umcg__load(&t->tid, umcg__acquire);
 		if (!tid || !umcg__load(&t->reclaim, umcg__relaxed))
 			continue;
-		if (umcg__xchg(&t->reclaim, 0, umcg__acq_rel))
+		if (umcg__xchg(&t->reclaim, 0, umcg__acq_rel) && pin(t, tid)) {
 			reclaim_kick(t, tid, probe_self(tid));
+			unpin(t);
+		}
 	}
 }
 
@@ -714,11 +742,12 @@ static bool ask_server(struct umcg__etask *t)
 {
 	struct umcg__etask *srv = server_of(t);
 
-	if (!srv)
+	if (!srv || !pin(srv, umcg__load(&srv->tid, umcg__relaxed)))
 		return false;
 	umcg__store(&t->reclaim, 1, umcg__release);
 	umcg__store(&srv->reclaim_req, 1, umcg__release);
 	umcg__futex_wake(&ut_of(srv)->state);
+	unpin(srv);
 	return true;
 }
 
@@ -732,79 +761,86 @@ static int watch_probe(pid_t tid)
 	return probe(tid, watch_probe_tid, watch_probe_fd, &watch_probe_next);
 }
 
+/* One look at worker @t (thread @tid, pinned). Return: whether it needs
+ * watching. */
+static bool watch_one(struct umcg__etask *t, pid_t tid)
+{
+	uint64_t cpu;
+	uint32_t s;
+	int d;
+
+	s = umcg__load(&ut_of(t)->state, umcg__seq_cst) & UMCG_TASK_MASK;
+	d = umcg__load(&t->detected, umcg__seq_cst);
+	if (d == DET_BLOCKED) {
+		if (s != UMCG_TASK_BLOCKED)
+			return true; /* its user code took over; reclaim() clears */
+		cpu = thread_cpu_ns(tid);
+		if (t->m_tid != tid || t->m_mode != M_BLOCKED) {
+			t->m_tid = tid;
+			t->m_mode = M_BLOCKED;
+			t->m_cpu = cpu;
+			t->m_asks = 0;
+			return true;
+		}
+		/* Still asleep, or only woke for a moment (a sleeper
+		 * between two sleeps is left alone). */
+		if (cpu - t->m_cpu < watch_period() / 4)
+			return true;
+		t->m_cpu = cpu;
+		umcg__store(&t->kick_cpu, cpu, umcg__relaxed);
+		/* Awake in user code: its server takes it back (the
+		 * server found it asleep again if it did not). Only a
+		 * server that left the request untaken for
+		 * WATCH_ASKS looks (one that does not wait in
+		 * umcg_wait()) makes the watcher kick it itself; that
+		 * kick, from another CPU, is the one that can meet a
+		 * new sleep (resume_cut() then repairs what it can). */
+		if (!umcg__load(&t->reclaim, umcg__acquire))
+			t->m_asks = 0;
+		if (t->m_asks++ < WATCH_ASKS && ask_server(t))
+			return true;
+		t->m_asks = 0;
+		umcg__store(&t->reclaim, 0, umcg__relaxed);
+		reclaim_kick(t, tid, watch_probe(tid));
+		return true;
+	}
+	if (s != UMCG_TASK_RUNNING || d != DET_NONE || umcg__load(&t->in_lib, umcg__seq_cst) ||
+	    umcg__load(&t->in_block, umcg__seq_cst)) {
+		t->m_mode = M_NONE;
+		return false;
+	}
+	cpu = thread_cpu_ns(tid);
+	if (t->m_tid != tid || t->m_mode != M_RUNNING || cpu != t->m_cpu) {
+		t->m_tid = tid;
+		t->m_mode = M_RUNNING;
+		t->m_cpu = cpu;
+		return true;
+	}
+	/* No CPU time for a whole period: asleep, or only waiting
+	 * for a CPU? */
+	if (watch_probe(tid) == PROBE_ASLEEP && detect_block(t, tid)) {
+		t->m_mode = M_BLOCKED;
+		t->m_cpu = thread_cpu_ns(tid);
+		t->m_asks = 0;
+	}
+	return true;
+}
+
 /* One look at every worker. Return: whether any needs watching. */
 static bool watch_scan(void)
 {
 	struct umcg__etask *t;
 	bool busy = false;
-	uint64_t cpu;
-	uint32_t s;
 	pid_t tid;
-	int d;
 
 	for (t = umcg__etask_all(); t; t = t->all_next) {
 		tid = umcg__load(&t->tid, umcg__acquire);
-		if (!tid || !umcg__load(&t->worker, umcg__relaxed)) {
+		if (!tid || !umcg__load(&t->worker, umcg__relaxed) || !pin(t, tid)) {
 			t->m_mode = M_NONE;
 			continue;
 		}
-		s = umcg__load(&ut_of(t)->state, umcg__seq_cst) & UMCG_TASK_MASK;
-		d = umcg__load(&t->detected, umcg__seq_cst);
-		if (d == DET_BLOCKED) {
-			busy = true;
-			if (s != UMCG_TASK_BLOCKED)
-				continue; /* its user code took over; reclaim() clears */
-			cpu = thread_cpu_ns(tid);
-			if (t->m_tid != tid || t->m_mode != M_BLOCKED) {
-				t->m_tid = tid;
-				t->m_mode = M_BLOCKED;
-				t->m_cpu = cpu;
-				t->m_asks = 0;
-				continue;
-			}
-			/* Still asleep, or only woke for a moment (a sleeper
-			 * between two sleeps is left alone). */
-			if (cpu - t->m_cpu < watch_period() / 4)
-				continue;
-			t->m_cpu = cpu;
-			umcg__store(&t->kick_cpu, cpu, umcg__relaxed);
-			/* Awake in user code: its server takes it back (the
-			 * server found it asleep again if it did not). Only a
-			 * server that left the request untaken for
-			 * WATCH_ASKS looks (one that does not wait in
-			 * umcg_wait()) makes the watcher kick it itself; that
-			 * kick, from another CPU, is the one that can meet a
-			 * new sleep (resume_cut() then repairs what it can). */
-			if (!umcg__load(&t->reclaim, umcg__acquire))
-				t->m_asks = 0;
-			if (t->m_asks++ < WATCH_ASKS && ask_server(t))
-				continue;
-			t->m_asks = 0;
-			umcg__store(&t->reclaim, 0, umcg__relaxed);
-			reclaim_kick(t, tid, watch_probe(tid));
-			continue;
-		}
-		if (s != UMCG_TASK_RUNNING || d != DET_NONE ||
-		    umcg__load(&t->in_lib, umcg__seq_cst) ||
-		    umcg__load(&t->in_block, umcg__seq_cst)) {
-			t->m_mode = M_NONE;
-			continue;
-		}
-		busy = true;
-		cpu = thread_cpu_ns(tid);
-		if (t->m_tid != tid || t->m_mode != M_RUNNING || cpu != t->m_cpu) {
-			t->m_tid = tid;
-			t->m_mode = M_RUNNING;
-			t->m_cpu = cpu;
-			continue;
-		}
-		/* No CPU time for a whole period: asleep, or only waiting
-		 * for a CPU? */
-		if (watch_probe(tid) == PROBE_ASLEEP && detect_block(t, tid)) {
-			t->m_mode = M_BLOCKED;
-			t->m_cpu = thread_cpu_ns(tid);
-			t->m_asks = 0;
-		}
+		busy |= watch_one(t, tid);
+		unpin(t);
 	}
 	return busy;
 }
@@ -938,6 +974,10 @@ static void unregister_self(void)
 	umcg__store(&e->detected, DET_NONE, umcg__relaxed);
 	probe_close_all(e->probe_tid, e->probe_fd);
 	umcg__registry_remove(e);
+	/* No reader of our task block is left when we return (pin()). */
+	umcg__store(&e->tid, 0, umcg__seq_cst);
+	while (umcg__load(&e->pins, umcg__seq_cst))
+		umcg__syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 	self_task = NULL;
 	umcg__intercept = 0;
 	pthread_setspecific(exit_key, NULL);
@@ -1277,15 +1317,28 @@ static bool kick_acts(const struct umcg__etask *t, uint32_t s)
 	return !(st == UMCG_TASK_RUNNABLE && (s & UMCG_TF_COND_WAIT));
 }
 
+static int kick_pinned(struct umcg__etask *t, pid_t tid);
+
 static int e_kick(uint32_t flags, pid_t tid)
 {
 	struct umcg__etask *t = umcg__registry_lookup(tid);
-	uint32_t s;
+	int ret;
 
 	if (!t)
 		return -ESRCH;
 	if (flags)
 		return -EINVAL;
+	if (!pin(t, tid))
+		return -ESRCH;
+	ret = kick_pinned(t, tid);
+	unpin(t);
+	return ret;
+}
+
+static int kick_pinned(struct umcg__etask *t, pid_t tid)
+{
+	uint32_t s;
+
 	/* Dekker with return_to_user(): see 3. in the header comment. */
 	if (umcg__load(&t->in_lib, umcg__seq_cst)) {
 		umcg__futex_wake(&ut_of(t)->state);

@@ -75,6 +75,7 @@ struct umcg__etask *umcg__etask_alloc(void)
 	umcg__store(&e->in_block, 0, umcg__relaxed);
 	umcg__store(&e->kick_pending, 0, umcg__relaxed);
 	umcg__store(&e->detected, 0, umcg__relaxed);
+	umcg__store(&e->pins, 0, umcg__relaxed);
 	umcg__store(&e->reclaim, 0, umcg__relaxed);
 	umcg__store(&e->reclaim_req, 0, umcg__relaxed);
 	umcg__store(&e->kick_cpu, 0, umcg__relaxed);

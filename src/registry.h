@@ -42,6 +42,7 @@ struct umcg__etask {
 	/* Detection of unannounced blocking (emulated.c, "Detection"). */
 	int detected; /* worker: DET_* */
 	int reclaim; /* worker: the watcher asked its server to take it back */
+	int pins; /* threads of others reading `ut` (emulated.c, pin()) */
 	int reclaim_req; /* server: some worker's `reclaim` is set */
 	uint64_t kick_cpu; /* worker: its CPU time at the last look of a kicker */
 	uint64_t unannounced; /* server: blocks detected on its workers */

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_detect.c - the emulation's detection of blocking nobody announced
+ * (umcg_detect_set(), doc/umcg-abi.md §11), on a runtime with one server so
+ * that a worker that kept its server asleep would stop every other one.
+ *
+ * Each sleep here is unwrapped: a raw syscall(), a page fault served late
+ * by userfaultfd, a stdio lock held by a plain thread. A case passes when
+ * another worker of the same server ran while the sleeper slept, the sleep
+ * lasted what it asked and returned its own result, and the server counted
+ * the block in unannounced_blocks. No timing is asserted beyond "never
+ * shorter than asked"; waits for progress are bounded by h_liveness_ns().
+ * On the kernel backend the same cases pass (the kernel sees the blocks),
+ * except that unannounced_blocks stays 0.
+ */
+#include "runtime.h"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#define SLEEP_MS 200
+
+static atomic_ulong spins;
+static atomic_ulong first_spin_ns; /* when the spinner first ran */
+static atomic_int sleeping, stop;
+
+static bool emulated_backend(void)
+{
+	return umcg_backend_active() == UMCG_BACKEND_EMULATED;
+}
+
+/* A worker that counts until told to stop. */
+static void *spinner(void *arg)
+{
+	(void)arg;
+	STORE(&first_spin_ns, h_now(CLOCK_MONOTONIC));
+	while (!LOAD(&stop))
+		BUMP(&spins);
+	return NULL;
+}
+
+/*
+ * Did the spinner run while the sleeper slept? It was spawned once the
+ * sleeper was asleep, so it did if it first ran before @end, the moment
+ * the sleep returned.
+ */
+static bool spun_while_asleep(uint64_t end)
+{
+	uint64_t first = LOAD(&first_spin_ns);
+
+	return first && first < end;
+}
+
+static void expect_unannounced(struct umcg_rt *rt)
+{
+	struct umcg_server_stats st;
+
+	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
+	if (emulated_backend())
+		EXPECT(st.unannounced_blocks >= 1 && st.blocks >= st.unannounced_blocks,
+		       "unannounced_blocks %" PRIu64 ", blocks %" PRIu64, st.unannounced_blocks,
+		       st.blocks);
+	else
+		ck_assert_uint_eq(st.unannounced_blocks, 0);
+}
+
+/* ---- the API ---------------------------------------------------------- */
+
+START_TEST(api_bounds)
+{
+	uint64_t was = umcg_detect_get();
+
+	ck_assert_uint_eq(was, 2 * MS); /* the default */
+	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MIN_NS - 1), -EINVAL);
+	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MAX_NS + 1), -EINVAL);
+	ck_assert_int_eq(umcg_detect_set(1), -EINVAL);
+	ck_assert_uint_eq(umcg_detect_get(), was);
+	errno = 1234;
+	ck_assert_int_eq(umcg_detect_set(0), 0);
+	ck_assert_uint_eq(umcg_detect_get(), 0);
+	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MIN_NS), 0);
+	ck_assert_uint_eq(umcg_detect_get(), UMCG_DETECT_MIN_NS);
+	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MAX_NS), 0);
+	ck_assert_int_eq(errno, 1234);
+}
+END_TEST
+
+/* UMCG_DETECT_US, read once; each case runs in a fresh child. */
+static const char *const env_values[] = { "500", "0", "abc", "50", "99999999999", "" };
+static const uint64_t env_expect[] = { 500000, 0, 2 * MS, 2 * MS, 2 * MS, 2 * MS };
+
+START_TEST(api_environment)
+{
+	ck_assert_int_eq(setenv("UMCG_DETECT_US", env_values[_i], 1), 0);
+	ck_assert_uint_eq(umcg_detect_get(), env_expect[_i]);
+}
+END_TEST
+
+/* ---- a raw system call ------------------------------------------------- */
+
+static void *raw_sleeper(void *arg)
+{
+	struct timespec ts = { 0, SLEEP_MS * (long)MS };
+	uint64_t t0 = h_now(CLOCK_MONOTONIC), t1;
+	long r;
+
+	(void)arg;
+	STORE(&sleeping, 1);
+	r = syscall(SYS_nanosleep, &ts, NULL);
+	t1 = h_now(CLOCK_MONOTONIC);
+	EXPECT(r == 0, "raw nanosleep returned %ld (errno %d)", r, errno);
+	EXPECT(t1 - t0 >= SLEEP_MS * MS, "raw nanosleep ended early");
+	return (void *)(uintptr_t)spun_while_asleep(t1);
+}
+
+/* Run @sleeper beside a spinner on one server (@slice: 0 cooperative). */
+static void run_pair(void *(*sleeper)(void *), void *arg, uint64_t slice)
+{
+	struct umcg_rt *rt = rt_start(1, slice);
+	struct umcg_worker *s = NULL, *w = NULL;
+	void *spun = NULL;
+
+	STORE(&stop, 0);
+	STORE(&sleeping, 0);
+	STORE(&first_spin_ns, 0);
+	/* The sleeper first: it holds the server when the spinner arrives. */
+	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, sleeper, arg), 0);
+	WAIT_UNTIL(LOAD(&sleeping));
+	ck_assert_int_eq(umcg_spawn(rt, &s, NULL, spinner, NULL), 0);
+	ck_assert_int_eq(umcg_join(w, &spun), 0);
+	EXPECT(spun, "the spinner never ran while the sleeper slept");
+	STORE(&stop, 1);
+	ck_assert_int_eq(umcg_join(s, NULL), 0);
+	expect_unannounced(rt);
+	rt_end(rt);
+}
+
+START_TEST(raw_syscall_cooperative)
+{
+	run_pair(raw_sleeper, NULL, 0);
+}
+END_TEST
+
+START_TEST(raw_syscall_preemptive)
+{
+	run_pair(raw_sleeper, NULL, MS);
+}
+END_TEST
+
+/* ---- a page fault ------------------------------------------------------- */
+
+struct uffd_case {
+	int uffd;
+	char *page;
+	long size;
+};
+
+/* Serve the one fault, SLEEP_MS late. */
+static void *uffd_server(void *arg)
+{
+	struct uffd_case *c = arg;
+	struct uffd_msg msg;
+	struct pollfd pfd = { c->uffd, POLLIN, 0 };
+	static char src[65536] __attribute__((aligned(65536)));
+	struct uffdio_copy copy;
+
+	EXPECT(poll(&pfd, 1, -1) == 1, "poll on the userfaultfd");
+	EXPECT(read(c->uffd, &msg, sizeof(msg)) == sizeof(msg), "read of the fault");
+	h_sleep_us(SLEEP_MS * 1000);
+	memset(src, 0x5a, (size_t)c->size);
+	copy = (struct uffdio_copy){ .dst = (uintptr_t)c->page,
+				     .src = (uintptr_t)src,
+				     .len = (uint64_t)c->size };
+	EXPECT(ioctl(c->uffd, UFFDIO_COPY, &copy) == 0, "UFFDIO_COPY: %s", strerror(errno));
+	return NULL;
+}
+
+static void *fault_sleeper(void *arg)
+{
+	struct uffd_case *c = arg;
+	uint64_t t0 = h_now(CLOCK_MONOTONIC), t1;
+	char v;
+
+	STORE(&sleeping, 1);
+	v = *(volatile char *)c->page;
+	t1 = h_now(CLOCK_MONOTONIC);
+	EXPECT(v == 0x5a, "the faulted page holds %d", v);
+	EXPECT(t1 - t0 >= SLEEP_MS * MS, "the fault was served early");
+	return (void *)(uintptr_t)spun_while_asleep(t1);
+}
+
+START_TEST(page_fault)
+{
+	struct uffd_case c = { .size = sysconf(_SC_PAGESIZE) };
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+	pthread_t th;
+
+	c.uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	if (c.uffd < 0) {
+		fprintf(stderr, "page_fault: userfaultfd: %s; skipped\n", strerror(errno));
+		return;
+	}
+	ck_assert_int_eq(ioctl(c.uffd, UFFDIO_API, &api), 0);
+	c.page = mmap(NULL, (size_t)c.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		      0);
+	ck_assert_ptr_ne(c.page, MAP_FAILED);
+	reg = (struct uffdio_register){ .range = { (uintptr_t)c.page, (uint64_t)c.size },
+					.mode = UFFDIO_REGISTER_MODE_MISSING };
+	ck_assert_int_eq(ioctl(c.uffd, UFFDIO_REGISTER, &reg), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, uffd_server, &c), 0);
+	run_pair(fault_sleeper, &c, 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	munmap(c.page, (size_t)c.size);
+	close(c.uffd);
+}
+END_TEST
+
+/* ---- a lock inside libc ------------------------------------------------ */
+
+static FILE *devnull;
+static atomic_int locked;
+
+/* A plain thread holds the stream's lock for SLEEP_MS. */
+static void *lock_holder(void *arg)
+{
+	(void)arg;
+	flockfile(devnull);
+	STORE(&locked, 1);
+	h_sleep_us(SLEEP_MS * 1000);
+	funlockfile(devnull);
+	return NULL;
+}
+
+static void *stdio_sleeper(void *arg)
+{
+	int r;
+
+	(void)arg;
+	STORE(&sleeping, 1);
+	r = fputs("x", devnull);
+	EXPECT(r >= 0, "fputs");
+	/* The lock is free once the holder's sleep is over. */
+	return (void *)(uintptr_t)spun_while_asleep(h_now(CLOCK_MONOTONIC));
+}
+
+START_TEST(libc_lock)
+{
+	pthread_t th;
+
+	devnull = fopen("/dev/null", "w");
+	ck_assert_ptr_nonnull(devnull);
+	ck_assert_int_eq(pthread_create(&th, NULL, lock_holder, NULL), 0);
+	WAIT_UNTIL(LOAD(&locked));
+	run_pair(stdio_sleeper, NULL, 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	fclose(devnull);
+}
+END_TEST
+
+/* ---- a woken sleeper goes back under its server ----------------------- */
+
+static atomic_ulong own_spins;
+static atomic_int woke, release_sleeper;
+
+/* Sleeps unannounced, then spins in user code without a library call. */
+static void *wake_and_spin(void *arg)
+{
+	struct timespec ts = { 0, 50 * (long)MS };
+
+	(void)arg;
+	STORE(&sleeping, 1);
+	EXPECT(syscall(SYS_nanosleep, &ts, NULL) == 0, "raw nanosleep");
+	STORE(&woke, 1);
+	while (!LOAD(&release_sleeper))
+		BUMP(&own_spins);
+	return NULL;
+}
+
+/*
+ * Runs while the other worker sleeps, and keeps the one server (cooperative)
+ * after it woke: the woken worker must stop running beside it.
+ */
+static void *watcher_of_sleeper(void *arg)
+{
+	uint64_t end = h_now(CLOCK_MONOTONIC) + h_liveness_ns(), still_since = 0;
+	unsigned long last = 0, now;
+
+	(void)arg;
+	while (!LOAD(&woke))
+		EXPECT(h_now(CLOCK_MONOTONIC) < end, "the sleeper never woke");
+	/* Its counter must stand still for 100 ms on end. */
+	for (;;) {
+		now = PEEK(&own_spins);
+		if (now != last) {
+			last = now;
+			still_since = h_now(CLOCK_MONOTONIC);
+		} else if (h_now(CLOCK_MONOTONIC) - still_since >= 100 * MS) {
+			break;
+		}
+		EXPECT(h_now(CLOCK_MONOTONIC) < end,
+		       "the woken sleeper kept running beside us (%lu spins)", now);
+	}
+	STORE(&release_sleeper, 1);
+	return NULL;
+}
+
+START_TEST(woken_sleeper_is_taken_back)
+{
+	struct umcg_rt *rt;
+	struct umcg_worker *a = NULL, *b = NULL;
+
+	if (!emulated_backend()) {
+		/* On the kernel the sleeper is back under its server before
+		 * it runs any user code: nothing to see. */
+		return;
+	}
+	rt = rt_start(1, 0);
+	ck_assert_int_eq(umcg_spawn(rt, &a, NULL, wake_and_spin, NULL), 0);
+	WAIT_UNTIL(LOAD(&sleeping));
+	ck_assert_int_eq(umcg_spawn(rt, &b, NULL, watcher_of_sleeper, NULL), 0);
+	ck_assert_int_eq(umcg_join(b, NULL), 0);
+	ck_assert_int_eq(umcg_join(a, NULL), 0);
+	expect_unannounced(rt);
+	rt_end(rt);
+}
+END_TEST
+
+/* ---- with detection off, a kick still spares a sleeper ---------------- */
+
+START_TEST(off_kicks_spare_sleepers)
+{
+	struct umcg_rt *rt;
+	struct umcg_worker *w = NULL, *s = NULL;
+	struct umcg_server_stats st;
+
+	ck_assert_int_eq(umcg_detect_set(0), 0);
+	rt = rt_start(1, MS);
+	STORE(&stop, 0);
+	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, raw_sleeper, NULL), 0);
+	WAIT_UNTIL(LOAD(&sleeping));
+	ck_assert_int_eq(umcg_spawn(rt, &s, NULL, spinner, NULL), 0);
+	/* raw_sleeper checks its result and its length; the spinner may
+	 * not run, with nobody to see the sleep. */
+	ck_assert_int_eq(umcg_join(w, NULL), 0);
+	STORE(&stop, 1);
+	ck_assert_int_eq(umcg_join(s, NULL), 0);
+	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
+	ck_assert_uint_eq(st.unannounced_blocks, 0);
+	rt_end(rt);
+}
+END_TEST
+
+static Suite *detect_suite(void)
+{
+	Suite *s = suite_create("detect");
+	TCase *ta = tcase_create("api");
+	TCase *tb = tcase_create("blocking");
+
+	tcase_add_test(ta, api_bounds);
+	tcase_add_loop_test(ta, api_environment, 0,
+			    (int)(sizeof(env_values) / sizeof(env_values[0])));
+	suite_add_tcase(s, ta);
+	tcase_set_timeout(tb, 60);
+	tcase_add_test(tb, raw_syscall_cooperative);
+	tcase_add_test(tb, raw_syscall_preemptive);
+	tcase_add_test(tb, page_fault);
+	tcase_add_test(tb, libc_lock);
+	tcase_add_test(tb, woken_sleeper_is_taken_back);
+	tcase_add_test(tb, off_kicks_spare_sleepers);
+	suite_add_tcase(s, tb);
+	return s;
+}
+
+H_TEST_MAIN(detect_suite, NULL)
