@@ -46,6 +46,10 @@ int umcg__kernel_detect(char *why, size_t len);
  * while it is registered (0 on the kernel backend). */
 uint64_t umcg__unannounced_blocks(pid_t server_tid);
 
+/* The calling worker, if detection made it BLOCKED and it runs user code
+ * again, goes back under its server first (emulated.c). */
+void umcg__settle(void);
+
 /* The backend in use; chooses one on first call. NULL if none can run. */
 const struct umcg__backend_ops *umcg__backend(int *err);
 

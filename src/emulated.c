@@ -648,6 +648,23 @@ undo:
 	return false;
 }
 
+/*
+ * umcg__settle() - a worker of the emulation that detection made BLOCKED
+ * and that runs user code again goes back under its server now, so that
+ * what follows sees it RUNNING. Nothing for anyone else (the kernel
+ * backend included) or inside the library. Async-signal-safe.
+ */
+void umcg__settle(void)
+{
+	struct umcg__etask *e = self_task;
+
+	if (!e || !e->worker || umcg__load(&e->in_lib, umcg__relaxed) ||
+	    umcg__load(&e->detected, umcg__seq_cst) == DET_NONE)
+		return;
+	enter_lib(e);
+	return_to_user(e);
+}
+
 /* The calling thread enters the library (see 3. and "Detection"). */
 static void enter_lib(struct umcg__etask *e)
 {
@@ -1186,8 +1203,10 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 	if (!worker)
 		e->have_affinity = umcg__syscall6(SYS_sched_getaffinity, 0, sizeof(e->affinity),
 						  (long)&e->affinity, 0, 0, 0) > 0;
-	umcg__store(&e->tid, tid, umcg__relaxed);
 	umcg__store(&e->in_lib, 1, umcg__seq_cst);
+	/* Release: the watcher, which finds records by their list rather
+	 * than the table, sees ut, worker and the block's fields. */
+	umcg__store(&e->tid, tid, umcg__release);
 	ret = umcg__registry_insert(e);
 	if (ret) {
 		umcg__etask_free(e);
@@ -1212,6 +1231,9 @@ static int e_register(uint32_t flags, struct umcg_task *self, clockid_t clock)
 
 static int e_ctl(uint32_t flags, struct umcg_task *self, clockid_t which_clock)
 {
+	/* A detected worker's call sees it RUNNING, as it would on the
+	 * kernel. */
+	umcg__settle();
 	/* §4 rule 1 */
 	if ((uintptr_t)self & (UMCG_TASK_ALIGN - 1))
 		return -EINVAL;

@@ -1360,6 +1360,10 @@ UMCG_API struct umcg_worker *umcg_self(void)
  */
 static bool can_switch(struct umcg_worker *w)
 {
+	if (umcg__load(&w->in_rt, umcg__relaxed))
+		return false;
+	/* Back from a sleep the emulation detected: RUNNING first. */
+	umcg__settle();
 	/* Pairs with the seq_cst transitions of our state by others. */
 	return !umcg__load(&w->in_rt, umcg__relaxed) &&
 	       (umcg__load(&w->task.state, umcg__acquire) & UMCG_TASK_MASK) == UMCG_TASK_RUNNING;
