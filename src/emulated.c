@@ -425,7 +425,10 @@ enum {
 	M_BLOCKED
 };
 
-#define DETECT_DEFAULT_NS 2000000ull
+/* Off by default for now: with it on, a 20 µs-slice storm on a loaded
+ * machine has been seen to stop making progress (README, "What the
+ * emulation sees"). umcg_detect_set() or UMCG_DETECT_US turns it on. */
+#define DETECT_DEFAULT_NS 0ull
 #define NR_PROBE_SLOTS 4
 #define WATCH_FAILED -1
 #define WATCH_ASKS 8

@@ -74,7 +74,7 @@ START_TEST(api_bounds)
 {
 	uint64_t was = umcg_detect_get();
 
-	ck_assert_uint_eq(was, 2 * MS); /* the default */
+	ck_assert_uint_eq(was, 0); /* the default: off, for now */
 	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MIN_NS - 1), -EINVAL);
 	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MAX_NS + 1), -EINVAL);
 	ck_assert_int_eq(umcg_detect_set(1), -EINVAL);
@@ -91,7 +91,7 @@ END_TEST
 
 /* UMCG_DETECT_US, read once; each case runs in a fresh child. */
 static const char *const env_values[] = { "500", "0", "abc", "50", "99999999999", "" };
-static const uint64_t env_expect[] = { 500000, 0, 2 * MS, 2 * MS, 2 * MS, 2 * MS };
+static const uint64_t env_expect[] = { 500000, 0, 0, 0, 0, 0 };
 
 START_TEST(api_environment)
 {
@@ -355,6 +355,12 @@ START_TEST(off_kicks_spare_sleepers)
 }
 END_TEST
 
+/* Detection is off by default: the blocking cases turn it on (2 ms). */
+static void detect_on(void)
+{
+	ck_assert_int_eq(umcg_detect_set(2 * MS), 0);
+}
+
 static Suite *detect_suite(void)
 {
 	Suite *s = suite_create("detect");
@@ -366,6 +372,7 @@ static Suite *detect_suite(void)
 			    (int)(sizeof(env_values) / sizeof(env_values[0])));
 	suite_add_tcase(s, ta);
 	tcase_set_timeout(tb, 60);
+	tcase_add_checked_fixture(tb, detect_on, NULL);
 	tcase_add_test(tb, raw_syscall_cooperative);
 	tcase_add_test(tb, raw_syscall_preemptive);
 	tcase_add_test(tb, page_fault);
