@@ -414,10 +414,19 @@ enum {
 	DET_DECIDING,
 	DET_BLOCKED
 };
+/*
+ * What /proc/self/task/TID/syscall says of a thread: "running" (runnable,
+ * on a CPU or waiting for one), a syscall number (asleep inside that
+ * call), or "-1 sp pc" (not runnable, and in no call: asleep in a fault,
+ * or stopped). The last is PROBE_USER: a signal there ends no call, so a
+ * kick is sent; the watcher counts it as a sleep only if the thread's stat
+ * state says S or D.
+ */
 enum {
 	PROBE_UNKNOWN = 0,
 	PROBE_RUNNABLE,
-	PROBE_ASLEEP
+	PROBE_ASLEEP,
+	PROBE_USER
 };
 enum {
 	M_NONE = 0,
@@ -425,9 +434,8 @@ enum {
 	M_BLOCKED
 };
 
-/* Off by default for now: with it on, a 20 µs-slice storm on a loaded
- * machine has been seen to stop making progress (README, "What the
- * emulation sees"). umcg_detect_set() or UMCG_DETECT_US turns it on. */
+/* Off by default for now (README, "Blocking on the emulation").
+ * umcg_detect_set() or UMCG_DETECT_US turns it on. */
 #define DETECT_DEFAULT_NS 0ull
 #define NR_PROBE_SLOTS 4
 #define WATCH_FAILED -1
@@ -519,9 +527,46 @@ static int probe_parse(int fd)
 		return PROBE_UNKNOWN;
 	if (r >= 7 && !memcmp(buf, "running", 7))
 		return PROBE_RUNNABLE;
-	if (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9'))
+	if (buf[0] == '-')
+		return PROBE_USER;
+	if (buf[0] >= '0' && buf[0] <= '9')
 		return PROBE_ASLEEP;
 	return PROBE_UNKNOWN;
+}
+
+/*
+ * fault_sleep() - is thread @tid, found in no call (PROBE_USER), asleep
+ * (stat state S or D: a fault waiting on I/O, a lock or userfaultfd)
+ * rather than stopped, or runnable again by now? Only the watcher asks,
+ * and only then: an open, a read and a close of /proc/self/task/TID/stat.
+ */
+static bool fault_sleep(pid_t tid)
+{
+	static const char head[] = "/proc/self/task/";
+	static const char tail[] = "/stat";
+	char digits[12], path[sizeof(head) + sizeof(digits) + sizeof(tail)], buf[160];
+	char *d = put_uint(digits + sizeof(digits), (unsigned int)tid), *p;
+	size_t n = (size_t)(digits + sizeof(digits) - d);
+	long r;
+	int fd;
+
+	memcpy(path, head, sizeof(head) - 1);
+	memcpy(path + sizeof(head) - 1, d, n);
+	memcpy(path + sizeof(head) - 1 + n, tail, sizeof(tail));
+	fd = (int)umcg__syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return false;
+	r = umcg__syscall6(SYS_read, fd, (long)buf, sizeof(buf) - 1, 0, 0, 0);
+	umcg__syscall6(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (r <= 0)
+		return false;
+	buf[r] = 0;
+	/* "tid (comm) S ...": comm may hold ')' itself; take the last. */
+	p = NULL;
+	for (d = buf; *d; d++)
+		if (*d == ')')
+			p = d;
+	return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
 }
 
 /*
@@ -730,7 +775,8 @@ static bool ran_since(struct umcg__etask *t, pid_t tid)
  */
 static void reclaim_kick(struct umcg__etask *t, pid_t tid, int probed)
 {
-	if (probed != PROBE_RUNNABLE || umcg__load(&t->detected, umcg__acquire) != DET_BLOCKED ||
+	if ((probed != PROBE_RUNNABLE && probed != PROBE_USER) ||
+	    umcg__load(&t->detected, umcg__acquire) != DET_BLOCKED ||
 	    umcg__load(&t->tid, umcg__acquire) != tid || !ran_since(t, tid))
 		return;
 	/* Pairs with the exchange in take_kicks(). */
@@ -838,7 +884,17 @@ static bool watch_one(struct umcg__etask *t, pid_t tid)
 	}
 	/* No CPU time for a whole period: asleep, or only waiting
 	 * for a CPU? */
-	if (watch_probe(tid) == PROBE_ASLEEP && detect_block(t, tid)) {
+	switch (watch_probe(tid)) {
+	case PROBE_ASLEEP:
+		break;
+	case PROBE_USER:
+		if (fault_sleep(tid))
+			break;
+		return true;
+	default:
+		return true;
+	}
+	if (detect_block(t, tid)) {
 		t->m_mode = M_BLOCKED;
 		t->m_cpu = thread_cpu_ns(tid);
 		t->m_asks = 0;

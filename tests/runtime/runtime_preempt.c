@@ -52,7 +52,10 @@ static void *hog_peer(void *arg)
 /*
  * 1 ms timeslice, one server: the hog runs first and never yields, so the
  * peers can only run when the server preempts it. _i: 0 = SCHED_OTHER
- * servers, 1 = SCHED_FIFO ones (skipped where not permitted).
+ * servers, 1 = SCHED_FIFO ones (skipped where not permitted), 2 =
+ * SCHED_OTHER with every thread on one CPU, so that each kick finds the
+ * hog preempted by the host rather than running (the emulation's probe of
+ * /proc/self/task/TID/syscall must not take that for a sleep).
  */
 START_TEST(test_preempt_hog)
 {
@@ -61,12 +64,19 @@ START_TEST(test_preempt_hog)
 	struct umcg_server_stats ss;
 	struct umcg_rt *rt;
 	struct h_watchdog *wd;
+	cpu_set_t was, one;
 	int i;
 
+	if (_i == 2) {
+		ck_assert_int_eq(sched_getaffinity(0, sizeof(was), &was), 0);
+		CPU_ZERO(&one);
+		CPU_SET(sched_getcpu(), &one);
+		ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	}
 	umcg_rt_attr_init(&attr);
 	attr.nr_servers = 1;
 	attr.timeslice_ns = 1 * MS;
-	attr.server_priority = _i;
+	attr.server_priority = _i == 1;
 	rt = rt_start_attr(&attr, "test_preempt_hog");
 	if (!rt)
 		return;
@@ -90,6 +100,8 @@ START_TEST(test_preempt_hog)
 	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &ss), 0);
 	ck_assert_uint_gt(ss.preemptions, 0);
 	rt_end(rt);
+	if (_i == 2)
+		ck_assert_int_eq(sched_setaffinity(0, sizeof(was), &was), 0);
 }
 END_TEST
 
@@ -441,7 +453,7 @@ void runtime_add_preempt(Suite *s)
 
 	tc = tcase_create("preempt");
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_preempt_hog, 0, 2);
+	tcase_add_loop_test(tc, test_preempt_hog, 0, 3);
 	tcase_add_loop_test(tc, test_overtime, 0, OT_NR);
 	tcase_add_loop_test(tc, test_overtime_storm, 0, 2);
 	tcase_add_test(tc, test_server_priority);
