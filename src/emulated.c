@@ -1434,13 +1434,14 @@ static int kick_pinned(struct umcg__etask *t, pid_t tid)
 	 * CAS on a BLOCKED worker fails, nothing happens. */
 	if (umcg__load(&t->detected, umcg__seq_cst) != DET_NONE)
 		return 0;
-	/* A RUNNING worker asleep in the kernel is not signalled: the
-	 * signal would end its sleep (see "Detection"). */
-	if ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING && t != self_task) {
+	/* With detection on, a RUNNING worker asleep in the kernel is not
+	 * signalled: the signal would end its sleep (see "Detection"). With
+	 * it off, kicks do not probe (README, "Blocking on the emulation"). */
+	if ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING && t != self_task &&
+	    umcg__load(&detect_ns, umcg__relaxed)) {
 		switch (probe_self(tid)) {
 		case PROBE_ASLEEP:
-			if (umcg__load(&detect_ns, umcg__relaxed))
-				detect_block(t, tid);
+			detect_block(t, tid);
 			return 0;
 		case PROBE_RUNNABLE:
 			/* Not yet: the next slice end kicks again. */

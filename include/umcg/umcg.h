@@ -336,10 +336,11 @@ UMCG_API int umcg_block_end(void);
  * stamped, and its server woken, as the kernel does at once. When it wakes
  * it goes back under its server (BLOCKED -> RUNNABLE, pushed, waits for
  * RUNNING) before it has run user code for that bound beside another worker
- * of its server. A kick does not signal a worker it finds asleep in a
- * system call (README, "Blocking on the emulation", says what a kick that
- * races with the start of a sleep can still do). The bound defaults to 0 (off, for now: see the README); 2 ms is
- * the value the tests use. The environment variable
+ * of its server. With detection on, a kick does not signal a worker it
+ * finds asleep in a system call (README, "Blocking on the emulation", says
+ * what a kick that races with the start of a sleep can still do). The
+ * bound defaults to 0 (off, for now: see the README); 2 ms is the value the
+ * tests use. The environment variable
  * UMCG_DETECT_US (microseconds, 0 = off) sets it at the first registration,
  * umcg_detect_set() at any time. On the kernel backend nothing needs
  * detecting and the setting has no effect.

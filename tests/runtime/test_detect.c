@@ -330,7 +330,7 @@ START_TEST(woken_sleeper_is_taken_back)
 }
 END_TEST
 
-/* ---- with detection off, a kick still spares a sleeper ---------------- */
+/* ---- with detection off, a kick that meets a raw nanosleep resumes it -- */
 
 START_TEST(off_kicks_spare_sleepers)
 {
