@@ -330,31 +330,6 @@ START_TEST(woken_sleeper_is_taken_back)
 }
 END_TEST
 
-/* ---- with detection off, a kick that meets a raw nanosleep resumes it -- */
-
-START_TEST(off_kicks_spare_sleepers)
-{
-	struct umcg_rt *rt;
-	struct umcg_worker *w = NULL, *s = NULL;
-	struct umcg_server_stats st;
-
-	ck_assert_int_eq(umcg_detect_set(0), 0);
-	rt = rt_start(1, MS);
-	STORE(&stop, 0);
-	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, raw_sleeper, NULL), 0);
-	WAIT_UNTIL(LOAD(&sleeping));
-	ck_assert_int_eq(umcg_spawn(rt, &s, NULL, spinner, NULL), 0);
-	/* raw_sleeper checks its result and its length; the spinner may
-	 * not run, with nobody to see the sleep. */
-	ck_assert_int_eq(umcg_join(w, NULL), 0);
-	STORE(&stop, 1);
-	ck_assert_int_eq(umcg_join(s, NULL), 0);
-	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
-	ck_assert_uint_eq(st.unannounced_blocks, 0);
-	rt_end(rt);
-}
-END_TEST
-
 /* Detection is off by default: the blocking cases turn it on (2 ms). */
 static void detect_on(void)
 {
@@ -378,7 +353,6 @@ static Suite *detect_suite(void)
 	tcase_add_test(tb, page_fault);
 	tcase_add_test(tb, libc_lock);
 	tcase_add_test(tb, woken_sleeper_is_taken_back);
-	tcase_add_test(tb, off_kicks_spare_sleepers);
 	suite_add_tcase(s, tb);
 	return s;
 }
