@@ -503,19 +503,26 @@ static char *put_uint(char *end, unsigned int v)
 	return end;
 }
 
-/* open("/proc/self/task/<tid>/syscall"), async-signal-safe. */
-static int probe_open(pid_t tid)
+/* open("/proc/self/task/<tid>/<name>") read-only, async-signal-safe. */
+static int task_file_open(pid_t tid, const char *name)
 {
 	static const char head[] = "/proc/self/task/";
-	static const char tail[] = "/syscall";
-	char digits[12], path[sizeof(head) + sizeof(digits) + sizeof(tail)];
+	char digits[12], path[sizeof(head) + sizeof(digits) + 16];
 	char *d = put_uint(digits + sizeof(digits), (unsigned int)tid);
-	size_t n = (size_t)(digits + sizeof(digits) - d);
+	size_t n = (size_t)(digits + sizeof(digits) - d), len = strlen(name);
 
+	if (len >= 15)
+		return -ENAMETOOLONG;
 	memcpy(path, head, sizeof(head) - 1);
 	memcpy(path + sizeof(head) - 1, d, n);
-	memcpy(path + sizeof(head) - 1 + n, tail, sizeof(tail));
+	path[sizeof(head) - 1 + n] = '/';
+	memcpy(path + sizeof(head) + n, name, len + 1);
 	return (int)umcg__syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+}
+
+static int probe_open(pid_t tid)
+{
+	return task_file_open(tid, "syscall");
 }
 
 static int probe_parse(int fd)
@@ -542,18 +549,10 @@ static int probe_parse(int fd)
  */
 static bool fault_sleep(pid_t tid)
 {
-	static const char head[] = "/proc/self/task/";
-	static const char tail[] = "/stat";
-	char digits[12], path[sizeof(head) + sizeof(digits) + sizeof(tail)], buf[160];
-	char *d = put_uint(digits + sizeof(digits), (unsigned int)tid), *p;
-	size_t n = (size_t)(digits + sizeof(digits) - d);
+	char buf[160], *d, *p;
+	int fd = task_file_open(tid, "stat");
 	long r;
-	int fd;
 
-	memcpy(path, head, sizeof(head) - 1);
-	memcpy(path + sizeof(head) - 1, d, n);
-	memcpy(path + sizeof(head) - 1 + n, tail, sizeof(tail));
-	fd = (int)umcg__syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
 	if (fd < 0)
 		return false;
 	r = umcg__syscall6(SYS_read, fd, (long)buf, sizeof(buf) - 1, 0, 0, 0);
