@@ -295,6 +295,14 @@ static int server_priority_denied_child(void)
  * runtime.c ("Overtime") is what makes the parker run; a lost wake-up
  * stalls the watchdog. _i: 0 = FIFO (the unpark stages a direct handoff),
  * 1 = strict priority (the unpark pushes).
+ *
+ * The hog's bound is per round, not for the whole storm: every round is a
+ * few switches on the server's CPU, and a second program busy on that CPU
+ * (the server is pinned, and its workers follow it) makes each one wait
+ * for the kernel's scheduler, so 2000 rounds may take longer than one
+ * liveness bound without anything being lost. A hog that gave up on the
+ * total would stop unparking and leave the parker parked for good, which
+ * the watchdog then reports as a lost wake-up.
  */
 static atomic_ulong ots_progress[1];
 static _Atomic(struct umcg_worker *) ots_parker_w;
@@ -315,7 +323,7 @@ static void *ots_parker(void *arg)
 
 static void *ots_hog(void *arg)
 {
-	uint64_t limit = h_now(CLOCK_MONOTONIC) + h_liveness_ns() * h_stress(), until, x = 12345;
+	uint64_t limit, until, x = 12345;
 	struct umcg_worker *p = LOAD(&ots_parker_w);
 	unsigned long r;
 
@@ -327,6 +335,7 @@ static void *ots_hog(void *arg)
 		while (h_now(CLOCK_MONOTONIC) < until)
 			;
 		EXPECT(umcg_unpark(p) == 0, "umcg_unpark() failed");
+		limit = h_now(CLOCK_MONOTONIC) + h_liveness_ns();
 		while (PEEK(&ots_progress[0]) <= r) {
 			if (h_now(CLOCK_MONOTONIC) > limit) {
 				STORE(&ots_hog_gave_up, 1);
