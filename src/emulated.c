@@ -434,9 +434,9 @@ enum {
 	M_BLOCKED
 };
 
-/* Off by default for now (README, "Blocking on the emulation").
- * umcg_detect_set() or UMCG_DETECT_US turns it on. */
-#define DETECT_DEFAULT_NS 0ull
+/* On by default with the issue's bound (README, "Blocking on the emulation");
+ * umcg_detect_set() or UMCG_DETECT_US changes it, 0 turns it off. */
+#define DETECT_DEFAULT_NS UMCG_DETECT_DEFAULT_NS
 #define NR_PROBE_SLOTS 4
 #define WATCH_FAILED -1
 #define WATCH_ASKS 8

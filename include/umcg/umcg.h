@@ -339,8 +339,7 @@ UMCG_API int umcg_block_end(void);
  * of its server. With detection on, a kick does not signal a worker it
  * finds asleep in a system call (README, "Blocking on the emulation", says
  * what a kick that races with the start of a sleep can still do). The
- * bound defaults to 0 (off, for now: see the README); 2 ms is the value the
- * tests use. The environment variable
+ * bound defaults to UMCG_DETECT_DEFAULT_NS (2 ms). The environment variable
  * UMCG_DETECT_US (microseconds, 0 = off) sets it at the first registration,
  * umcg_detect_set() at any time. On the kernel backend nothing needs
  * detecting and the setting has no effect.
@@ -349,6 +348,8 @@ UMCG_API int umcg_block_end(void);
 /* The bounds umcg_detect_set() accepts (0 aside): 100 us to 10 s. */
 #define UMCG_DETECT_MIN_NS 100000ull
 #define UMCG_DETECT_MAX_NS 10000000000ull
+/* The bound in use until UMCG_DETECT_US or umcg_detect_set() says otherwise. */
+#define UMCG_DETECT_DEFAULT_NS 2000000ull
 
 /**
  * umcg_detect_set() - set the detection bound.

@@ -74,7 +74,7 @@ START_TEST(api_bounds)
 {
 	uint64_t was = umcg_detect_get();
 
-	ck_assert_uint_eq(was, 0); /* the default: off, for now */
+	ck_assert_uint_eq(was, UMCG_DETECT_DEFAULT_NS);
 	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MIN_NS - 1), -EINVAL);
 	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MAX_NS + 1), -EINVAL);
 	ck_assert_int_eq(umcg_detect_set(1), -EINVAL);
@@ -91,7 +91,13 @@ END_TEST
 
 /* UMCG_DETECT_US, read once; each case runs in a fresh child. */
 static const char *const env_values[] = { "500", "0", "abc", "50", "99999999999", "" };
-static const uint64_t env_expect[] = { 500000, 0, 0, 0, 0, 0 };
+/* Ignored values leave the default. */
+static const uint64_t env_expect[] = { 500000,
+				       0,
+				       UMCG_DETECT_DEFAULT_NS,
+				       UMCG_DETECT_DEFAULT_NS,
+				       UMCG_DETECT_DEFAULT_NS,
+				       UMCG_DETECT_DEFAULT_NS };
 
 START_TEST(api_environment)
 {
