@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 #
-# libumcg.pc: generated from libumcg.pc.in at configure time for the
-# configured prefix, and rewritten at install time for the prefix actually
-# installed to, so that `cmake --install <dir> --prefix <p>` yields a file
-# that points into <p>.
+# libumcg.pc and libumcg-preload.pc: generated from their .pc.in at
+# configure time for the configured prefix, and rewritten at install time
+# for the prefix actually installed to, so that `cmake --install <dir>
+# --prefix <p>` yields a file that points into <p>.
 
 # umcg_install_pkgconfig(<template> <destination> <component>)
 function(umcg_install_pkgconfig template destination component)
@@ -15,8 +15,10 @@ function(umcg_install_pkgconfig template destination component)
 		endif()
 	endforeach()
 	set(UMCG_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
-	set(configured "${PROJECT_BINARY_DIR}/libumcg.pc")
-	set(installed "${PROJECT_BINARY_DIR}/pkgconfig-install/libumcg.pc")
+	get_filename_component(name "${template}" NAME)
+	string(REGEX REPLACE "\\.in$" "" name "${name}")
+	set(configured "${PROJECT_BINARY_DIR}/${name}")
+	set(installed "${PROJECT_BINARY_DIR}/pkgconfig-install/${name}")
 	configure_file("${template}" "${configured}" @ONLY)
 
 	install(CODE "

@@ -23,7 +23,7 @@ mandir=$(cd "$2" && pwd)
 fail=0
 
 # The names between "global:" and "local:", one "name;" per line.
-mapfile -t symbols < <(sed -n '/global:/,/local:/{s/^[[:space:]]*\([a-z_][a-z0-9_]*\);.*/\1/p}' "$map")
+mapfile -t symbols < <(sed -n '/global:/,/local:/{/^[[:space:]]*umcg__/d;s/^[[:space:]]*\([a-z_][a-z0-9_]*\);.*/\1/p}' "$map")
 if [ "${#symbols[@]}" -eq 0 ]; then
 	echo "no symbols found in $map" >&2
 	exit 1

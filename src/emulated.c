@@ -97,6 +97,7 @@
 
 #include "atomics.h"
 #include "backend.h"
+#include "preload.h"
 #include "registry.h"
 #include "syscall.h"
 #include "trace.h"
@@ -110,11 +111,17 @@
 static __thread struct umcg__etask *self_task __attribute__((tls_model("initial-exec")));
 
 /*
- * umcg__intercept - 1 in a thread registered as a worker with this backend,
- * else 0. Written only by the thread itself; read by libumcg-preload.so's
- * entry points as their one test of whether a call needs announcing.
+ * umcg__intercept - 1 in a thread registered as a worker with this backend
+ * while it runs the program's code, else 0. Written and read only by the
+ * thread itself (no barrier): set at registration, cleared at
+ * unregistration and in a fork child; umcg_block_begin() saves and clears
+ * it, umcg_block_end() puts the saved value back; the wrappers of io.c
+ * clear it for their duration (ENTER_WRAPPER). libumcg-preload.so's entry
+ * points test it as their one question "does this call need announcing?",
+ * so a call the library itself makes from inside a wrapper or a region goes
+ * straight to libc.
  */
-__thread int umcg__intercept __attribute__((tls_model("initial-exec"), visibility("default")));
+__thread int umcg__intercept;
 
 static void reclaim(struct umcg__etask *e);
 static void enter_lib(struct umcg__etask *e);
@@ -1039,6 +1046,8 @@ static void unregister_self(void)
 {
 	struct umcg__etask *e = self_task;
 
+	/* The library's own calls from here on are not the program's. */
+	umcg__intercept = 0;
 	/* From here on a kick only futex-wakes us (3. above), and a kick
 	 * signal already on its way finds in_lib set and does nothing: the
 	 * thread must not be preempted once it left the registry. */
@@ -1470,7 +1479,10 @@ static int e_block_begin(void)
 	struct umcg_task *ut;
 	pid_t next_tid;
 
-	if (!e || !e->worker || umcg__load(&e->in_block, umcg__relaxed))
+	/* in_lib set: a signal handler interrupted a call of the library,
+	 * whose state a region must not touch; the handler's call is plain. */
+	if (!e || !e->worker || umcg__load(&e->in_block, umcg__relaxed) ||
+	    umcg__load(&e->in_lib, umcg__relaxed))
 		return -EINVAL;
 	ut = e->ut;
 	srv = server_of(e);
@@ -1483,6 +1495,9 @@ static int e_block_begin(void)
 	}
 	umcg__store(&ut->blocked_ts, now_ns(e->clock), umcg__relaxed);
 	umcg__store(&e->in_block, 1, umcg__seq_cst);
+	/* The call in the region is the plain one (see umcg__intercept). */
+	e->saved_intercept = umcg__intercept;
+	umcg__intercept = 0;
 	UMCG_TRACE1(block, e->tid);
 	/* Wake next_tid, consuming it; a stale one (not RUNNABLE, or gone)
 	 * is cleared and the server woken instead of killing the process. */
@@ -1514,6 +1529,7 @@ static int e_block_end(void)
 		wake_server(srv);
 	}
 	return_to_user(e);
+	umcg__intercept = e->saved_intercept;
 	return 0;
 }
 

@@ -42,18 +42,22 @@
  *
  * The wrappers share no other data between threads.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -64,6 +68,7 @@
 #include <umcg/io.h>
 
 #include "atomics.h"
+#include "preload.h"
 #include "syscall.h"
 
 #define NSEC_PER_SEC 1000000000L
@@ -174,19 +179,37 @@ static void region_leave(void *arg)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void put_errno_back(const int *saved)
+/* What a wrapper puts back on its way out. */
+struct entry {
+	int err;
+	int intercept;
+};
+
+static struct entry entry_begin(void)
 {
-	errno = *saved;
+	struct entry e = { errno, umcg__intercept };
+
+	umcg__intercept = 0;
+	return e;
+}
+
+static void entry_end(const struct entry *e)
+{
+	errno = e->err;
+	umcg__intercept = e->intercept;
 }
 
 /*
- * KEEP_ERRNO - a declaration at the top of every public function here: it
- * saves errno, and the compiler puts it back on every way out of the
- * function (the cleanup attribute), so no return can forget it. The plain
- * calls in between may set errno at will; neg() reads it. A thread that is
- * cancelled unwinds without it, and is past caring.
+ * ENTER_WRAPPER - a declaration at the top of every function here that a
+ * program calls: it saves errno and umcg__intercept, clears the latter (the
+ * libc calls a wrapper makes are the library's, and go straight to libc even
+ * where libumcg-preload.so stands in for them), and the compiler puts both
+ * back on every way out of the function (the cleanup attribute), so no
+ * return can forget them. The plain calls in between may set errno at will;
+ * neg() reads it. A thread that is cancelled unwinds without it, and is
+ * past caring.
  */
-#define KEEP_ERRNO int errno_kept_ __attribute__((cleanup(put_errno_back))) = errno
+#define ENTER_WRAPPER struct entry entry_ __attribute__((cleanup(entry_end))) = entry_begin()
 
 /* A libc result, with -1 turned into -errno. Call it with errno saved. */
 static long neg(long r)
@@ -382,7 +405,7 @@ static ssize_t rw(bool wr, int fd, const struct iovec *iov, int cnt, off_t off, 
 UMCG_API ssize_t umcg_read(int fd, void *buf, size_t count)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = count };
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	ssize_t r;
 
 	r = announce() ? rw(false, fd, &iov, 1, -1, false) : neg(read(fd, buf, count));
@@ -391,7 +414,7 @@ UMCG_API ssize_t umcg_read(int fd, void *buf, size_t count)
 
 UMCG_API ssize_t umcg_readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	ssize_t r;
 
 	r = announce() ? rw(false, fd, iov, iovcnt, -1, true) : neg(readv(fd, iov, iovcnt));
@@ -401,7 +424,7 @@ UMCG_API ssize_t umcg_readv(int fd, const struct iovec *iov, int iovcnt)
 UMCG_API ssize_t umcg_pread(int fd, void *buf, size_t count, off_t offset)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = count };
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	ssize_t r;
 
 	/* preadv2() reads at the file position for -1, pread() fails. */
@@ -415,7 +438,7 @@ UMCG_API ssize_t umcg_pread(int fd, void *buf, size_t count, off_t offset)
 UMCG_API ssize_t umcg_write(int fd, const void *buf, size_t count)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = count };
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	ssize_t r;
 
 	r = announce() ? rw(true, fd, &iov, 1, -1, false) : neg(write(fd, buf, count));
@@ -424,7 +447,7 @@ UMCG_API ssize_t umcg_write(int fd, const void *buf, size_t count)
 
 UMCG_API ssize_t umcg_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	ssize_t r;
 
 	r = announce() ? rw(true, fd, iov, iovcnt, -1, true) : neg(writev(fd, iov, iovcnt));
@@ -434,7 +457,7 @@ UMCG_API ssize_t umcg_writev(int fd, const struct iovec *iov, int iovcnt)
 UMCG_API ssize_t umcg_pwrite(int fd, const void *buf, size_t count, off_t offset)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = count };
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	ssize_t r;
 
 	if (announce() && offset >= 0)
@@ -446,7 +469,7 @@ UMCG_API ssize_t umcg_pwrite(int fd, const void *buf, size_t count, off_t offset
 
 UMCG_API int umcg_flock(int fd, int operation)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	int r;
 
 	/* LOCK_UN never waits. */
@@ -548,7 +571,7 @@ static ssize_t recv_after_try(int fd, ssize_t first, const struct iovec *iov, in
 UMCG_API ssize_t umcg_recv(int sockfd, void *buf, size_t len, int flags)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	bool redo;
 	ssize_t r;
 
@@ -567,7 +590,7 @@ UMCG_API ssize_t umcg_recvfrom(int sockfd, void *buf, size_t len, int flags,
 			       struct sockaddr *src_addr, socklen_t *addrlen)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	bool redo;
 	ssize_t r;
 
@@ -584,7 +607,7 @@ UMCG_API ssize_t umcg_recvfrom(int sockfd, void *buf, size_t len, int flags,
 
 UMCG_API ssize_t umcg_recvmsg(int sockfd, struct msghdr *msg, int flags)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	bool redo;
 	ssize_t r;
 
@@ -632,7 +655,7 @@ static ssize_t send_after_try(int fd, ssize_t first, const struct iovec *iov, in
 UMCG_API ssize_t umcg_send(int sockfd, const void *buf, size_t len, int flags)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	bool redo;
 	ssize_t r;
 
@@ -651,7 +674,7 @@ UMCG_API ssize_t umcg_sendto(int sockfd, const void *buf, size_t len, int flags,
 			     const struct sockaddr *dest_addr, socklen_t addrlen)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	bool redo;
 	ssize_t r;
 
@@ -668,7 +691,7 @@ UMCG_API ssize_t umcg_sendto(int sockfd, const void *buf, size_t len, int flags,
 
 UMCG_API ssize_t umcg_sendmsg(int sockfd, const struct msghdr *msg, int flags)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	bool redo;
 	ssize_t r;
 
@@ -708,7 +731,7 @@ static bool accept_ready(int fd, bool *eagain)
 
 UMCG_API int umcg_accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	bool eagain;
 	int r;
 
@@ -723,7 +746,7 @@ UMCG_API int umcg_accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 
 UMCG_API int umcg_accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	bool eagain;
 	int r;
 
@@ -738,7 +761,7 @@ UMCG_API int umcg_accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen,
 
 UMCG_API int umcg_connect(int sockfd, const struct sockaddr *addr, socklen_t addrlen)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	int r;
 
 	if (!announce() || fd_nonblock(sockfd))
@@ -752,7 +775,7 @@ UMCG_API int umcg_connect(int sockfd, const struct sockaddr *addr, socklen_t add
 
 UMCG_API int umcg_poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	int r;
 
 	r = (int)neg(poll(fds, nfds, announce() ? 0 : timeout));
@@ -783,7 +806,7 @@ UMCG_API int umcg_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *
 	struct timespec zero = { 0, 0 }; /* writable: ppoll() may store the time left */
 	struct timespec tmo;
 	const sigset_t *mask;
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	sigset_t buf;
 	int r;
 
@@ -818,7 +841,7 @@ UMCG_API int umcg_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *
 
 UMCG_API int umcg_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	int r;
 
 	r = (int)neg(epoll_wait(epfd, events, maxevents, announce() ? 0 : timeout));
@@ -831,7 +854,7 @@ UMCG_API int umcg_epoll_pwait(int epfd, struct epoll_event *events, int maxevent
 			      const sigset_t *sigmask)
 {
 	const sigset_t *mask;
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	sigset_t buf;
 	int r;
 
@@ -851,7 +874,7 @@ UMCG_API int umcg_epoll_pwait(int epfd, struct epoll_event *events, int maxevent
 
 UMCG_API pid_t umcg_waitpid(pid_t pid, int *wstatus, int options)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	pid_t r;
 
 	if (!announce() || (options & WNOHANG)) {
@@ -868,7 +891,7 @@ UMCG_API pid_t umcg_waitpid(pid_t pid, int *wstatus, int options)
 
 UMCG_API int umcg_nanosleep(const struct timespec *req, struct timespec *rem)
 {
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	int r;
 
 	/* A NULL, unreadable, malformed or zero request: the plain call,
@@ -886,7 +909,7 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
 {
 	struct timespec now;
 	bool at_once;
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	int r;
 
 	/* As umcg_nanosleep(); a past deadline, a clock that cannot be read,
@@ -910,7 +933,7 @@ UMCG_API int umcg_clock_nanosleep(clockid_t clockid, int flags, const struct tim
 UMCG_API int umcg_futex_wait(uint32_t *uaddr, uint32_t val, const struct timespec *abs_timeout)
 {
 	struct timespec now;
-	KEEP_ERRNO;
+	ENTER_WRAPPER;
 	int r;
 
 	if (!uaddr)
@@ -946,4 +969,325 @@ UMCG_API int umcg_futex_wake(uint32_t *uaddr, int nr)
 	if (nr < 1 || (uintptr_t)uaddr % sizeof(*uaddr))
 		return -EINVAL;
 	return umcg__futex_wake_n(uaddr, nr);
+}
+
+/* ---- calls without a public wrapper (libumcg-preload.so) ---------------- */
+
+/*
+ * The functions below are what libumcg-preload.so calls for the libc
+ * functions that <umcg/io.h> has no wrapper for (src/preload.h). They have
+ * the shape and the rules of the wrappers above: on the emulation and in a
+ * worker, first an attempt that cannot sleep where the call has one, then
+ * the plain call in a region; otherwise the plain call. The result is the
+ * libc call's on success, or a negative errno; errno is left alone.
+ */
+
+/*
+ * LIBC() - libc's own definition of a synchronisation call, found once with
+ * dlsym(RTLD_NEXT) (release store, acquire load; racing threads store the
+ * same value). The functions below call pthread_mutex_trylock() and the
+ * like through it, not by name: the program's call reached them through
+ * whatever stands in front of libc (libumcg-preload.so, and in a sanitizer
+ * build the sanitizer's interceptor, which records the lock once on its way
+ * back), so a second pass through those would record it twice.
+ */
+static void *libc_sym(void **slot, const char *name, const char *version)
+{
+	void *p = umcg__load(slot, umcg__acquire);
+
+	if (p)
+		return p;
+	p = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
+	if (!p)
+		abort(); /* libc without pthread_mutex_lock: nothing can work */
+	umcg__store(slot, p, umcg__release);
+	return p;
+}
+
+#define LIBC_SLOT(fn) static void *libc_##fn
+#define LIBC(fn) ((__typeof__(&fn))libc_sym(&libc_##fn, #fn, NULL))
+/* The condition variables of the current ABI (see preload.c). */
+#define LIBC_COND(fn) ((__typeof__(&fn))libc_sym(&libc_##fn, #fn, "GLIBC_2.3.2"))
+
+LIBC_SLOT(pthread_join);
+LIBC_SLOT(pthread_tryjoin_np);
+LIBC_SLOT(pthread_mutex_lock);
+LIBC_SLOT(pthread_mutex_trylock);
+LIBC_SLOT(pthread_mutex_timedlock);
+LIBC_SLOT(pthread_cond_wait);
+LIBC_SLOT(pthread_cond_timedwait);
+LIBC_SLOT(sem_wait);
+LIBC_SLOT(sem_trywait);
+LIBC_SLOT(sem_timedwait);
+
+/* The bytes of an fd_set that select() reads for @nfds descriptors. */
+static size_t fdset_bytes(int nfds)
+{
+	return ((size_t)nfds + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long);
+}
+
+/*
+ * select_try() - select() or pselect() with a zero timeout on the caller's
+ * sets; a look that finds nothing ready leaves the sets as they were (the
+ * kernel clears them), so that the call that sleeps gets them whole.
+ *
+ * Return: what the look returned (0: nothing ready, the sets restored), or
+ * 1 with *@skip set when the sets cannot be read here: the plain call is to
+ * be made as it is, and fails at once with EFAULT.
+ */
+static int select_try(int nfds, fd_set *sets[3], bool *skip)
+{
+	struct timespec zero = { 0, 0 };
+	size_t n = fdset_bytes(nfds);
+	fd_set copy[3];
+	int i, r;
+
+	*skip = false;
+	for (i = 0; i < 3; i++) {
+		if (!sets[i])
+			continue;
+		if (!umcg__readable(sets[i], n)) {
+			*skip = true;
+			return 1;
+		}
+		memcpy(&copy[i], sets[i], n);
+	}
+	/* No signal mask: as in umcg_ppoll(), a signal the caller's mask would
+	 * let in must not end a look that cannot sleep. */
+	r = (int)neg(pselect(nfds, sets[0], sets[1], sets[2], &zero, NULL));
+	if (r == 0) {
+		for (i = 0; i < 3; i++) {
+			if (sets[i])
+				memcpy(sets[i], &copy[i], n);
+		}
+	}
+	return r;
+}
+
+UMCG_PRIVATE int umcg__select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+			      struct timeval *timeout)
+{
+	fd_set *sets[3] = { readfds, writefds, exceptfds };
+	ENTER_WRAPPER;
+	bool skip;
+	int r;
+
+	/* What the plain call rejects or does not wait in needs no region. */
+	if (!announce() || nfds < 0 || nfds > FD_SETSIZE ||
+	    (timeout && (!umcg__readable(timeout, sizeof(*timeout)) || timeout->tv_sec < 0 ||
+			 timeout->tv_usec < 0 || timeout->tv_usec >= 1000000 ||
+			 (!timeout->tv_sec && !timeout->tv_usec))))
+		return (int)neg(select(nfds, readfds, writefds, exceptfds, timeout));
+	r = select_try(nfds, sets, &skip);
+	if (skip)
+		return (int)neg(select(nfds, readfds, writefds, exceptfds, timeout));
+	if (r == 0)
+		BLOCKING(r, (int)neg(select(nfds, readfds, writefds, exceptfds, timeout)));
+	return r;
+}
+
+UMCG_PRIVATE int umcg__pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+			       const struct timespec *timeout, const sigset_t *sigmask)
+{
+	fd_set *sets[3] = { readfds, writefds, exceptfds };
+	const sigset_t *mask;
+	ENTER_WRAPPER;
+	sigset_t buf;
+	bool skip;
+	int r;
+
+	if (!announce() || nfds < 0 || nfds > FD_SETSIZE ||
+	    (sigmask && !umcg__readable(sigmask, KERNEL_SIGSET_SIZE)) ||
+	    (timeout && (!umcg__readable(timeout, sizeof(*timeout)) || !timespec_valid(timeout) ||
+			 timespec_zero(timeout))))
+		return (int)neg(pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask));
+	r = select_try(nfds, sets, &skip);
+	if (skip)
+		return (int)neg(pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask));
+	if (r == 0) {
+		mask = mask_with_kick(sigmask, &buf);
+		BLOCKING(r, (int)neg(pselect(nfds, readfds, writefds, exceptfds, timeout, mask)));
+	}
+	return r;
+}
+
+UMCG_PRIVATE int umcg__waitid(idtype_t idtype, id_t id, siginfo_t *infop, int options)
+{
+	ENTER_WRAPPER;
+	siginfo_t look;
+	int r;
+
+	if (!announce() || (options & WNOHANG))
+		return (int)neg(waitid(idtype, id, infop, options));
+	/* A look that leaves the child waitable (WNOWAIT), in a siginfo of
+	 * our own: the caller's may be anything, and gets the plain call. The
+	 * kernel leaves si_pid 0 when no child is ready. */
+	memset(&look, 0, sizeof(look));
+	r = (int)neg(waitid(idtype, id, &look, options | WNOHANG | WNOWAIT));
+	if (r < 0)
+		return r;
+	if (look.si_pid)
+		return (int)neg(waitid(idtype, id, infop, options));
+	BLOCKING(r, (int)neg(waitid(idtype, id, infop, options)));
+	return r;
+}
+
+UMCG_PRIVATE unsigned int umcg__sleep(unsigned int seconds)
+{
+	ENTER_WRAPPER;
+	unsigned int r;
+
+	if (!announce() || !seconds)
+		return sleep(seconds);
+	BLOCKING(r, sleep(seconds));
+	return r;
+}
+
+UMCG_PRIVATE int umcg__usleep(useconds_t usec)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (!announce() || !usec)
+		return (int)neg(usleep(usec));
+	BLOCKING(r, (int)neg(usleep(usec)));
+	return r;
+}
+
+UMCG_PRIVATE int umcg__pthread_join(pthread_t thread, void **retval)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	/* A join of oneself fails at once (tryjoin says EBUSY to it). */
+	if (!announce() || pthread_equal(thread, pthread_self()))
+		return -LIBC(pthread_join)(thread, retval);
+	r = LIBC(pthread_tryjoin_np)(thread, retval);
+	if (r != EBUSY)
+		return -r;
+	BLOCKING(r, LIBC(pthread_join)(thread, retval));
+	return -r;
+}
+
+UMCG_PRIVATE int umcg__mutex_lock(pthread_mutex_t *mutex)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (!announce())
+		return -LIBC(pthread_mutex_lock)(mutex);
+	/* Anything but "held by another thread" is final: success (a
+	 * recursive mutex of ours too), EOWNERDEAD, EINVAL, ... */
+	r = LIBC(pthread_mutex_trylock)(mutex);
+	if (r != EBUSY)
+		return -r;
+	BLOCKING(r, LIBC(pthread_mutex_lock)(mutex));
+	return -r;
+}
+
+UMCG_PRIVATE int umcg__mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (!announce())
+		return -LIBC(pthread_mutex_timedlock)(mutex, abstime);
+	r = LIBC(pthread_mutex_trylock)(mutex);
+	if (r != EBUSY)
+		return -r;
+	BLOCKING(r, LIBC(pthread_mutex_timedlock)(mutex, abstime));
+	return -r;
+}
+
+/* A condition variable has no look that cannot sleep: every wait sleeps
+ * until it is signalled or times out. */
+UMCG_PRIVATE int umcg__cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (!announce())
+		return -LIBC_COND(pthread_cond_wait)(cond, mutex);
+	BLOCKING(r, LIBC_COND(pthread_cond_wait)(cond, mutex));
+	return -r;
+}
+
+UMCG_PRIVATE int umcg__cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
+				      const struct timespec *abstime)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (!announce())
+		return -LIBC_COND(pthread_cond_timedwait)(cond, mutex, abstime);
+	BLOCKING(r, LIBC_COND(pthread_cond_timedwait)(cond, mutex, abstime));
+	return -r;
+}
+
+UMCG_PRIVATE int umcg__sem_wait(sem_t *sem)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (!announce())
+		return (int)neg(LIBC(sem_wait)(sem));
+	r = (int)neg(LIBC(sem_trywait)(sem));
+	if (r != -EAGAIN)
+		return r;
+	BLOCKING(r, (int)neg(LIBC(sem_wait)(sem)));
+	return r;
+}
+
+UMCG_PRIVATE int umcg__sem_timedwait(sem_t *sem, const struct timespec *abstime)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (!announce())
+		return (int)neg(LIBC(sem_timedwait)(sem, abstime));
+	r = (int)neg(LIBC(sem_trywait)(sem));
+	if (r != -EAGAIN)
+		return r;
+	BLOCKING(r, (int)neg(LIBC(sem_timedwait)(sem, abstime)));
+	return r;
+}
+
+UMCG_PRIVATE int umcg__fcntl_lock(int fd, int cmd, void *lock)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (cmd != F_SETLKW && cmd != F_OFD_SETLKW)
+		return -EINVAL;
+	if (!announce())
+		return (int)neg(fcntl(fd, cmd, lock));
+	/* The same request without waiting; only a conflict waits. */
+	r = (int)neg(fcntl(fd, cmd == F_SETLKW ? F_SETLK : F_OFD_SETLK, lock));
+	if (r != -EAGAIN && r != -EACCES)
+		return r;
+	BLOCKING(r, (int)neg(fcntl(fd, cmd, lock)));
+	return r;
+}
+
+/* No attempt can tell whether a flush would wait for the device. */
+UMCG_PRIVATE int umcg__fsync(int fd)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (!announce())
+		return (int)neg(fsync(fd));
+	BLOCKING(r, (int)neg(fsync(fd)));
+	return r;
+}
+
+UMCG_PRIVATE int umcg__fdatasync(int fd)
+{
+	ENTER_WRAPPER;
+	int r;
+
+	if (!announce())
+		return (int)neg(fdatasync(fd));
+	BLOCKING(r, (int)neg(fdatasync(fd)));
+	return r;
 }

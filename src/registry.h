@@ -33,6 +33,7 @@ struct umcg__etask {
 	clockid_t clock; /* registration clock */
 	int in_lib; /* inside an emulated call: kicks wake, not signal */
 	int in_block; /* between umcg_block_begin() and _end() */
+	int saved_intercept; /* umcg__intercept before umcg_block_begin() */
 	int kick_pending; /* 1: a kick signal is on its way (kicks coalesce) */
 	bool have_affinity; /* server: `affinity` holds its CPU set */
 	cpu_set_t affinity; /* server: CPUs at registration */

@@ -82,22 +82,17 @@
  * before its cleanup handlers run, and the server learns that it is gone the
  * way it learns about any worker exit.
  *
- * Blocking that goes around these wrappers costs this on the emulation. An
- * unwrapped call that sleeps leaves the worker RUNNING from the scheduler's
- * point of view, and its server sleeps in umcg_wait() waiting for it, so:
- *  - without preemption (a cooperative runtime, or a raw server without a
- *    deadline), the server is lost for as long as the call sleeps: none of
- *    its other workers runs in that time;
- *  - with preemption, the server gets its CPU back within one timeslice: the
- *    kick signal interrupts the call, and the worker is parked inside the
- *    signal handler, RUNNABLE on its server's list; when it is run again the
- *    call resumes (SA_RESTART) or fails with EINTR (poll, sleeps, and the
- *    other calls the kernel never restarts), which the program must then
- *    handle as it would any EINTR. A worker that keeps sleeping this way
- *    costs its server up to one timeslice each time it is run.
- * The same holds for sleeps that no wrapper can cover: page faults, a
- * pthread mutex or condition variable held or waited on across threads,
- * and every other system call not listed here.
+ * Blocking that goes around these wrappers, on the emulation: a program run
+ * with libumcg-preload.so (libumcg-preload(7)) has libc's blocking calls
+ * made by these same wrappers. What neither sees (raw system calls, page
+ * faults, libc's internal locks, other calls) the emulation's detection
+ * notices within a bound (umcg_detect_set(), 2 ms by default): it makes
+ * the worker BLOCKED and wakes its server. With detection off, such a call
+ * keeps the worker RUNNING from the scheduler's point of view and its
+ * server waits for it: without preemption for as long as the call sleeps;
+ * with preemption until the next slice end, when the kick signal interrupts
+ * the call (see umcg_kick_signal() and the README for what that does to
+ * each call).
  *
  * Other rules: the wrappers are not async-signal-safe on the emulation (use
  * the plain calls in signal handlers). Like every call of the library, the

@@ -306,8 +306,9 @@ UMCG_API int umcg_kick_signal(void);
  * umcg_block_begin() - the calling worker is about to sleep in the kernel.
  *
  * Return: 0 on success (also on the kernel backend, always);
- *  -EINVAL if the caller is not a registered worker, or is already inside
- *   a blocking region;
+ *  -EINVAL if the caller is not a registered worker, is already inside
+ *   a blocking region, or is a signal handler that interrupted a call of
+ *   the library (whose state a region must not change under it);
  *  -ESRCH if its server_tid names no registered server;
  *  -EAGAIN if the caller's state is not RUNNING.
  * Context: a worker.

@@ -6,8 +6,10 @@
 # Installs the libumcg build tree BUILD_DIR into a temporary prefix, then
 # builds and runs the consumer of this directory against that prefix twice:
 # as a CMake project with find_package(umcg) (shared and static), and by
-# hand with `cc $(pkg-config --cflags --libs libumcg)`. Each run must find
-# the installed copy, not some other one on the system.
+# hand with `cc $(pkg-config --cflags --libs libumcg)`, and with
+# libumcg-preload.so linked (umcg::preload, pkg-config libumcg-preload) and
+# preloaded. Each run must find the installed copy, not some other one on
+# the system.
 # It also checks that the man pages are installed, one per exported symbol.
 #
 # Environment: CC (default cc); UMCG_CONSUMER_FLAGS, compiler and linker
@@ -44,9 +46,10 @@ case "${mandir:=share/man}" in
 *) mandir=$prefix/$mandir ;;
 esac
 map=$here/../../src/libumcg.map
-mapfile -t symbols < <(sed -n '/global:/,/local:/{s/^[[:space:]]*\([a-z_][a-z0-9_]*\);.*/\1/p}' "$map")
+mapfile -t symbols < <(sed -n '/global:/,/local:/{/^[[:space:]]*umcg__/d;s/^[[:space:]]*\([a-z_][a-z0-9_]*\);.*/\1/p}' "$map")
 missing=()
-for page in "${symbols[@]/#/man3/}" man1/umcg-demo.1 man7/libumcg.7 man7/umcg_io.7; do
+for page in "${symbols[@]/#/man3/}" man1/umcg-demo.1 man7/libumcg.7 man7/umcg_io.7 \
+	man7/libumcg-preload.7; do
 	case "$page" in
 	man3/*) page=$page.3 ;;
 	esac
@@ -93,6 +96,11 @@ step "find_package(umcg): run umcg::umcg"
 step "find_package(umcg): run umcg::umcg_static"
 "$tmp/cmake/umcg-consumer-static"
 
+step "find_package(umcg): run umcg::preload"
+readelf -d "$tmp/cmake/umcg-consumer-preload" | grep -q 'NEEDED.*libumcg-preload' ||
+	{ echo "umcg-consumer-preload does not load libumcg-preload.so" >&2; exit 1; }
+"$tmp/cmake/umcg-consumer-preload"
+
 step "pkg-config: build and run"
 pc=$(find "$prefix" -name libumcg.pc)
 if [ "$(printf '%s\n' "$pc" | wc -l)" -ne 1 ] || [ -z "$pc" ]; then
@@ -112,6 +120,17 @@ esac
 read -r -a pc_flags <<<"$(pkg-config --cflags --libs libumcg)"
 "$cc" "${strict[@]}" "${flags[@]}" -o "$tmp/consumer-pc" "$here/consumer.c" "${pc_flags[@]}"
 LD_LIBRARY_PATH=$libdir "$tmp/consumer-pc" | tee "$tmp/pc.out"
+
+step "pkg-config: libumcg-preload, linked and with LD_PRELOAD"
+read -r -a pc_flags <<<"$(pkg-config --cflags --libs libumcg-preload)"
+"$cc" "${strict[@]}" "${flags[@]}" -o "$tmp/consumer-pc-preload" "$here/consumer.c" \
+	-Wl,--no-as-needed "${pc_flags[@]}"
+LD_LIBRARY_PATH=$libdir "$tmp/consumer-pc-preload"
+[ -f "$libdir/libumcg-preload.so" ] || { echo "no libumcg-preload.so in $libdir" >&2; exit 1; }
+# With a sanitizer's runtime, LD_PRELOAD would load before it: only plain builds.
+if [ ${#flags[@]} -eq 0 ]; then
+	LD_LIBRARY_PATH=$libdir LD_PRELOAD=$libdir/libumcg-preload.so "$tmp/consumer-pc"
+fi
 
 step "versions agree"
 pc_version=$(pkg-config --modversion libumcg)
