@@ -398,8 +398,10 @@ ENTRY int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec 
 	return -umcg__mutex_timedlock(mutex, abstime);
 }
 
-/* The condition variables of the current ABI; programs built against the
- * one before it (GLIBC_2.2.5) keep calling libc's own compatibility code. */
+/* libc's next definitions are those of the current condition variable ABI
+ * (GLIBC_2.3.2). An unversioned definition also satisfies a reference to
+ * the older GLIBC_2.2.5 one, which no program gets without asking for it
+ * with .symver; such a program would get the current ABI here. */
 ENTRY int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
 	if (likely(!umcg__intercept))

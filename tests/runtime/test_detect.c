@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -336,7 +337,90 @@ START_TEST(woken_sleeper_is_taken_back)
 }
 END_TEST
 
-/* Detection is off by default: the blocking cases turn it on (2 ms). */
+/* ---- no call cut short under 1 ms preemption ---------------------------- */
+
+/*
+ * A worker's sleep(3), nanosleep(), poll() and epoll_wait() with a timeout,
+ * none of them wrapped, beside a worker that never yields, on one server
+ * with a 1 ms slice. The kicks meant for whoever the server thinks runs
+ * never land as a signal on the sleeper: on the kernel its state is
+ * BLOCKED and the kick's CAS fails; on the emulation detection makes it
+ * BLOCKED, and a kick before that looks at it first and finds it asleep.
+ * Each call returns after its full time with its own result.
+ */
+static atomic_int hog_running;
+
+static void *hog(void *arg)
+{
+	(void)arg;
+	STORE(&hog_running, 1);
+	while (!LOAD(&stop))
+		;
+	return NULL;
+}
+
+static void *full_time_sleeper(void *arg)
+{
+	struct timespec ts = { 0, 300 * (long)MS }, rem = { 0, 0 };
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct pollfd pfd;
+	int p[2], ep;
+	uint64_t t0;
+
+	(void)arg;
+	ck_assert_int_eq(pipe(p), 0);
+	ep = epoll_create1(0);
+	ck_assert_int_ge(ep, 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
+	pfd = (struct pollfd){ .fd = p[0], .events = POLLIN };
+
+	t0 = h_now(CLOCK_MONOTONIC);
+	EXPECT(sleep(3) == 0, "sleep(3) was cut short");
+	EXPECT(h_now(CLOCK_MONOTONIC) - t0 >= 3 * SEC, "sleep(3) returned early");
+
+	t0 = h_now(CLOCK_MONOTONIC);
+	EXPECT(nanosleep(&ts, &rem) == 0, "nanosleep: %s", strerror(errno));
+	EXPECT(h_now(CLOCK_MONOTONIC) - t0 >= 300 * MS, "nanosleep returned early");
+
+	t0 = h_now(CLOCK_MONOTONIC);
+	EXPECT(poll(&pfd, 1, 300) == 0, "poll: %s", strerror(errno));
+	EXPECT(h_now(CLOCK_MONOTONIC) - t0 >= 300 * MS, "poll returned early");
+
+	t0 = h_now(CLOCK_MONOTONIC);
+	EXPECT(epoll_wait(ep, &ev, 1, 300) == 0, "epoll_wait: %s", strerror(errno));
+	EXPECT(h_now(CLOCK_MONOTONIC) - t0 >= 300 * MS, "epoll_wait returned early");
+
+	close(ep);
+	close(p[0]);
+	close(p[1]);
+	return (void *)(uintptr_t)1;
+}
+
+START_TEST(full_time_under_preemption)
+{
+	struct umcg_rt *rt = rt_start(1, MS);
+	struct umcg_worker *h = NULL, *w = NULL;
+	struct umcg_server_stats st;
+	void *done = NULL;
+
+	STORE(&stop, 0);
+	/* The hog first: the sleeper gets the server only by a preemption,
+	 * and whenever it falls asleep the hog waits to be run. */
+	ck_assert_int_eq(umcg_spawn(rt, &h, NULL, hog, NULL), 0);
+	WAIT_UNTIL(LOAD(&hog_running));
+	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, full_time_sleeper, NULL), 0);
+	ck_assert_int_eq(umcg_join(w, &done), 0);
+	STORE(&stop, 1);
+	ck_assert_int_eq(umcg_join(h, NULL), 0);
+	ck_assert_ptr_nonnull(done);
+	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
+	EXPECT(st.preemptions > 0, "no preemption happened");
+	expect_unannounced(rt);
+	rt_end(rt);
+}
+END_TEST
+
+/* The blocking cases run with a 2 ms bound, whatever UMCG_DETECT_NS says. */
 static void detect_on(void)
 {
 	ck_assert_int_eq(umcg_detect_set(2 * MS), 0);
@@ -359,6 +443,7 @@ static Suite *detect_suite(void)
 	tcase_add_test(tb, page_fault);
 	tcase_add_test(tb, libc_lock);
 	tcase_add_test(tb, woken_sleeper_is_taken_back);
+	tcase_add_test(tb, full_time_under_preemption);
 	suite_add_tcase(s, tb);
 	return s;
 }
