@@ -12,20 +12,33 @@
  * and pick_next() and steal() unlink it before they return it.
  *
  * Locking. Queue i is changed by server i (enqueue, pick_next) and by any
- * thief (steal), so each queue has a mutex, held for every change of head,
- * tail, a link or the count. A thread holds at most one queue lock at a time (a thief does not
- * hold its own while it looks at a victim), so there is no lock order.
- * A mutex rather than a spinlock: on the emulation a server shares its CPU
- * with the worker it runs and can lose the CPU while holding its lock; a
- * spinning thief would then burn its own slice. The critical sections are a
- * few stores, so the mutex is almost always taken uncontended (one atomic).
- * Workers never call into the policy, so no lock is ever held by a thread
- * that the runtime schedules.
+ * thief (steal), so each queue has a lock, held for every change of head,
+ * tail, a link or the count. A thread holds at most one queue lock at a
+ * time (a thief does not hold its own while it looks at a victim), so there
+ * is no lock order. The lock is umcg__lock (lock.h), a futex word, not a
+ * pthread mutex: these callbacks run on the server path, which takes no
+ * libc lock (no malloc, no stdio, no pthread_mutex_lock(), which
+ * libumcg-preload.so interposes for workers). A sleeping lock rather than a
+ * pure spinlock: on the emulation a server shares its CPU with the worker
+ * it runs and can lose the CPU while holding its lock; a spinning thief
+ * would then burn its own slice. The critical sections are a few stores, so
+ * the lock is almost always taken uncontended (one CAS).
  *
- * Barriers: none but the mutex's. Its unlock (release) pairs with the
- * next lock (acquire), which carries the link stores of the server that
- * queued a worker to the thief that takes it. The lock-free reads below
- * are relaxed and order nothing.
+ * Who holds a queue lock: server threads only. The runtime calls enqueue,
+ * pick_next, steal and nr_queued from servers (runtime.h, "Scheduling
+ * policies"), and this policy has no select_server, the one callback that
+ * runs on the spawning thread, which may be a worker. So no worker ever
+ * holds one, and the kick signal that preempts a worker (parking it in its
+ * handler until its server runs it again) never parks a lock holder. A
+ * server is never parked: it blocks every signal and sleeps only in its own
+ * umcg_wait(), never inside a critical section, which makes no call. So a
+ * server that waits for a queue lock waits for another server that is
+ * runnable and a few stores from unlocking; it cannot wait for ever.
+ *
+ * Barriers: none but the lock's. Its unlock (release) pairs with the next
+ * lock (acquire), which carries the link stores of the server that queued
+ * a worker to the thief that takes it. The lock-free reads below are
+ * relaxed and order nothing.
  *
  * Count. nr is the length of the queue. It is written only with the lock
  * held (so a relaxed load and store cannot lose an update) and read without
@@ -48,7 +61,6 @@
  * choosing by queue length would read counters that are stale by the time
  * the new worker first runs, and stealing evens out the load anyway.
  */
-#include <pthread.h>
 #include <stdalign.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,12 +68,13 @@
 #include <umcg/runtime.h>
 
 #include "atomics.h"
+#include "lock.h"
 #include "policy_common.h"
 
 #define CACHE_LINE 64
 
 struct fifo_queue {
-	alignas(CACHE_LINE) pthread_mutex_t lock;
+	alignas(CACHE_LINE) struct umcg__lock lock;
 	struct umcg_policy_link *head;
 	struct umcg_policy_link *tail;
 	size_t nr; /* umcg__load/umcg__store only */
@@ -118,9 +131,9 @@ static struct umcg_worker *take_oldest(struct fifo_queue *q)
 {
 	struct umcg_policy_link *l;
 
-	pthread_mutex_lock(&q->lock);
+	umcg__lock(&q->lock);
 	l = pop_head(q);
-	pthread_mutex_unlock(&q->lock);
+	umcg__unlock(&q->lock);
 	return l ? umcg_worker_from_link(l) : NULL;
 }
 
@@ -128,14 +141,7 @@ static struct umcg_worker *take_oldest(struct fifo_queue *q)
 
 static void fifo_destroy(void *policy)
 {
-	struct fifo *f = policy;
-	unsigned int i;
-
-	if (!f)
-		return;
-	for (i = 0; i < f->nr_servers; i++)
-		pthread_mutex_destroy(&f->q[i].lock);
-	free(f);
+	free(policy);
 }
 
 static void *fifo_create(unsigned int nr_servers, void *arg)
@@ -153,11 +159,7 @@ static void *fifo_create(unsigned int nr_servers, void *arg)
 	if (!f)
 		return NULL;
 	for (i = 0; i < nr_servers; i++) {
-		if (pthread_mutex_init(&f->q[i].lock, NULL)) {
-			f->nr_servers = i;
-			fifo_destroy(f);
-			return NULL;
-		}
+		umcg__lock_init(&f->q[i].lock);
 		f->q[i].head = NULL;
 		f->q[i].tail = NULL;
 		umcg__store(&f->q[i].nr, 0, umcg__relaxed);
@@ -172,12 +174,12 @@ static void fifo_enqueue(void *policy, unsigned int server, struct umcg_worker *
 	struct fifo_queue *q = &((struct fifo *)policy)->q[server];
 	struct umcg_policy_link *l = umcg_worker_link(w);
 
-	pthread_mutex_lock(&q->lock);
+	umcg__lock(&q->lock);
 	if (why == UMCG_ENQ_RETURN)
 		push_head(q, l);
 	else
 		push_tail(q, l);
-	pthread_mutex_unlock(&q->lock);
+	umcg__unlock(&q->lock);
 }
 
 static struct umcg_worker *fifo_pick_next(void *policy, unsigned int server)

@@ -20,18 +20,21 @@
  * queues, but an idle server steals the best worker there is.
  *
  * Locking. Queue i is changed by server i (enqueue, pick_next) and by any
- * thief (steal), so each queue has a mutex, held for every change of a
- * list, a link, the bitmap or the count; the mutex also publishes the
- * links to a thief. A thread holds at most one queue lock at a time, so
- * there is no lock order. A mutex rather than a spinlock for the reason
- * given in policy_fifo.c: on the emulation a server can lose its CPU to
- * its own worker while it holds the lock. Workers never call into the
- * policy.
+ * thief (steal), so each queue has a lock, held for every change of a
+ * list, a link, the bitmap or the count; the lock also publishes the links
+ * to a thief. A thread holds at most one queue lock at a time, so there is
+ * no lock order. The lock is umcg__lock (lock.h), not a pthread mutex, for
+ * the reasons given in policy_fifo.c: the server path takes no libc lock,
+ * and a server can lose its CPU to its own worker while it holds the lock,
+ * so a sleeping lock rather than a spinlock. Only servers hold it (no
+ * select_server here, and the runtime calls the other callbacks from
+ * servers), so no worker parked by a preemption ever holds it and a server
+ * waiting for it waits only for a runnable server: see policy_fifo.c.
  *
- * Barriers: none but the mutex's. Its unlock (release) pairs with the
- * next lock (acquire), which carries the link stores of the server that
- * queued a worker to the thief that takes it. The lock-free reads below
- * are relaxed and order nothing.
+ * Barriers: none but the lock's. Its unlock (release) pairs with the next
+ * lock (acquire), which carries the link stores of the server that queued
+ * a worker to the thief that takes it. The lock-free reads below are
+ * relaxed and order nothing.
  *
  * Lock-free reads. `levels` and `nr` are written only with the lock held
  * (relaxed: the lock orders the writers) and read without it, relaxed, by
@@ -51,7 +54,6 @@
  * select_server() is left to the runtime's default (the round-robin hint);
  * see policy_fifo.c.
  */
-#include <pthread.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -60,6 +62,7 @@
 #include <umcg/runtime.h>
 
 #include "atomics.h"
+#include "lock.h"
 #include "policy_common.h"
 
 #define CACHE_LINE 64
@@ -74,7 +77,7 @@ struct level {
 };
 
 struct prio_queue {
-	alignas(CACHE_LINE) pthread_mutex_t lock;
+	alignas(CACHE_LINE) struct umcg__lock lock;
 	uint_least32_t levels; /* umcg__load/umcg__store only */
 	size_t nr; /* umcg__load/umcg__store only */
 	struct level lv[NR_LEVELS];
@@ -148,9 +151,9 @@ static struct umcg_worker *take_best(struct prio_queue *q)
 {
 	struct umcg_policy_link *l;
 
-	pthread_mutex_lock(&q->lock);
+	umcg__lock(&q->lock);
 	l = pop_best(q);
-	pthread_mutex_unlock(&q->lock);
+	umcg__unlock(&q->lock);
 	return l ? umcg_worker_from_link(l) : NULL;
 }
 
@@ -158,14 +161,7 @@ static struct umcg_worker *take_best(struct prio_queue *q)
 
 static void prio_destroy(void *policy)
 {
-	struct prio *pr = policy;
-	unsigned int i;
-
-	if (!pr)
-		return;
-	for (i = 0; i < pr->nr_servers; i++)
-		pthread_mutex_destroy(&pr->q[i].lock);
-	free(pr);
+	free(policy);
 }
 
 static void *prio_create(unsigned int nr_servers, void *arg)
@@ -185,11 +181,7 @@ static void *prio_create(unsigned int nr_servers, void *arg)
 	for (i = 0; i < nr_servers; i++) {
 		struct prio_queue *q = &pr->q[i];
 
-		if (pthread_mutex_init(&q->lock, NULL)) {
-			pr->nr_servers = i;
-			prio_destroy(pr);
-			return NULL;
-		}
+		umcg__lock_init(&q->lock);
 		umcg__store(&q->levels, 0, umcg__relaxed);
 		umcg__store(&q->nr, 0, umcg__relaxed);
 		for (p = 0; p < NR_LEVELS; p++) {
@@ -212,9 +204,9 @@ static void prio_enqueue(void *policy, unsigned int server, struct umcg_worker *
 		p = 0;
 	else if (p >= NR_LEVELS)
 		p = NR_LEVELS - 1;
-	pthread_mutex_lock(&q->lock);
+	umcg__lock(&q->lock);
 	push(q, umcg_worker_link(w), (unsigned int)p, why == UMCG_ENQ_RETURN);
-	pthread_mutex_unlock(&q->lock);
+	umcg__unlock(&q->lock);
 }
 
 static struct umcg_worker *prio_pick_next(void *policy, unsigned int server)
