@@ -543,9 +543,20 @@ UMCG_API int umcg_worker_stats(const struct umcg_worker *w, struct umcg_worker_s
  * threads: enqueue(), pick_next() and the on_*() hooks on the server named
  * by @server, steal() on the thief's thread (so a policy that supports
  * stealing must lock the queues steal() reads). Workers never call into
- * the policy, so a policy lock is never held by a thread the runtime
- * schedules. A policy keeps its per-worker data in the worker's link
+ * the policy, except through select_server(), so a lock that only the
+ * other callbacks take is never held by a thread the runtime schedules.
+ * A policy keeps its per-worker data in the worker's link
  * (umcg_worker_link()).
+ *
+ * The callbacks run on the server path, so they must take no lock that a
+ * worker may hold: no malloc() or free() (arena locks), no stdio (stream
+ * locks), no pthread mutex that a worker also takes. A worker preempted
+ * while it holds one runs again only when its server picks it, and a
+ * server that waits for that lock never does. Allocate in create(), keep
+ * per-worker data in the link, and lock queues, if at all, with locks
+ * that only servers take, around code that makes no call that can sleep
+ * (doc/writing-servers.md). The built-in policies do so: their queue locks
+ * are futex words only servers hold, and they allocate only in create().
  * ---------------------------------------------------------------------- */
 
 /**
@@ -603,7 +614,10 @@ struct umcg_policy_link {
  * @select_server: optional; the server a new worker with no affinity
  *	starts on (@hint is a round-robin suggestion). Default: @hint. The
  *	exception to the threading rule: it runs on the thread that calls
- *	umcg_spawn(), so it must not touch per-server state without a lock.
+ *	umcg_spawn(), which may be a worker that is preempted inside it, so
+ *	it must not touch per-server state without a lock, and must not take
+ *	a lock that the other callbacks take (a server would then wait for
+ *	the preempted worker): read hints with atomic loads instead.
  * @on_block: optional; @w, which @server was running, blocked.
  * @on_exit: optional; @w, last run by @server, finished.
  * @flags: UMCG_POLICY_F_* bits.
