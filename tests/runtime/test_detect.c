@@ -34,13 +34,24 @@ static bool emulated_backend(void)
 	return umcg_backend_active() == UMCG_BACKEND_EMULATED;
 }
 
-/* A worker that counts until told to stop. */
+/*
+ * A worker that counts until told to stop, yielding every 2^16 counts: the
+ * spinner of a cooperative UMCG program. On the kernel a woken sleeper is
+ * RUNNABLE until its server runs it, so a spinner that never yielded would
+ * keep it from returning (it does not on the emulation only when the
+ * sleeper gets back to the library before detection takes it back).
+ */
 static void *spinner(void *arg)
 {
+	unsigned long n;
+
 	(void)arg;
 	STORE(&first_spin_ns, h_now(CLOCK_MONOTONIC));
-	while (!LOAD(&stop))
-		BUMP(&spins);
+	while (!LOAD(&stop)) {
+		n = BUMP(&spins);
+		if ((n & 0xffff) == 0)
+			EXPECT(umcg_yield() == 0, "umcg_yield");
+	}
 	return NULL;
 }
 
