@@ -370,8 +370,8 @@ static void return_to_user(struct umcg__etask *e)
  * as the kernel would have. So within `detect_ns` of falling asleep in
  * anything (a raw syscall, a page fault, a lock inside libc), a worker
  * frees its server. Other mechanisms were measured first (doc/umcg-abi.md
- * §11 rule 15 has the figures): /proc/.../stat costs 4 us a read, schedstat
- * 1.2 us but says nothing about sleeping; the CPU clock is the cheapest test
+ * §11 rule 19 has the figures): /proc/.../stat costs more a read, schedstat
+ * less but says nothing about sleeping; the CPU clock is the cheapest test
  * of "did it run", and the syscall file the cheapest of "does it sleep",
  * read only for a worker that did not run.
  *
