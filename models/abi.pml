@@ -7,18 +7,19 @@
  * Scope: NS servers and NW workers (-DNS=1 -DNW=3 or -DNS=2 -DNW=2).
  * Worker w is hosted by server (w - NS) % NS for good (no stealing here:
  * that is the runtime's business, model rt.pml). Task ids: servers are
- * 0 .. NS-1, workers NS .. NS+NW-1.
+ * 0 .. NS-1, workers NS .. NS+NW-1. The workers start registered: RUNNABLE,
+ * on their server's list, waiting (e_register() is the push and wake of
+ * e_block_end(), which the model has).
  *
  * The servers run the loop of ABI section 7 (the runtime's server_loop()
  * reduced to what the ABI sees): store RUNNABLE|TF_COND_WAIT, take the
- * list, queue what it held, pick any queued worker (every policy),
- * name it in next_tid, umcg_wait() with a slice deadline; on -ETIMEDOUT
- * preempt the running worker with umcg_preempt(): TF_PREEMPT CAS, then
- * umcg_kick(). A kick is sent once per slice and the server then sleeps
- * with no deadline, so a kick that is lost shows as a server that never
- * runs again (the runtime re-kicks a slice later and would only hide it).
- * The workers forever compute, yield the way the runtime does
- * (RUNNABLE|TF_COND_WAIT, umcg_wait()) or block (umcg_block_begin/_end).
+ * list, queue what it held, pick any queued worker (every policy), name it
+ * in next_tid, umcg_wait() with a slice deadline; on -ETIMEDOUT preempt the
+ * running worker with umcg_preempt(): TF_PREEMPT CAS, then umcg_kick(). A
+ * kick is sent once per slice and the server then waits with no deadline,
+ * so a lost kick is not hidden by the next one. The workers forever
+ * compute, yield the way the runtime does (RUNNABLE|TF_COND_WAIT, then
+ * umcg_wait()) or block (umcg_block_begin()/_end()).
  *
  * Variables and the C they stand for:
  *   st[t]          struct umcg_task.state (include/umcg/abi.h), bits:
@@ -29,39 +30,80 @@
  *   next_tid[s]    server's umcg_task.next_tid (worker id+1, 0 = none)
  *   in_lib[t]      emulated.c: struct umcg__etask.in_lib
  *   in_block[t]    emulated.c: struct umcg__etask.in_block
- *   sigp[t]        emulated.c: umcg__etask.kick_pending plus the queued
- *                  KICK_SIGNAL (e_kick() -> take_kick() in kick_handler())
- *   fw[t]          "thread t sleeps in FUTEX_WAIT on &st[t]" (the futex
- *                  in wait_running(); umcg__futex_wake() clears it)
+ *   sigp[t]        emulated.c: umcg__etask.kick_pending plus the pending
+ *                  KICK_SIGNAL (e_kick() -> take_kicks() in kick_handler())
  *   rq[s], cur[s]  the server's policy queue (bit per worker) and the
- *                  worker it last ran (runtime.c: server.current)
- *   onl[w]         ghost: how many runnable lists hold w
- *   sbf[t], sbv[t] a one-entry store buffer of thread t, used only by the
- *                  mutants that weaken a seq_cst store (see mutate.sh)
+ *                  worker it runs (runtime.c: struct server.current)
+ *   nx[s]          the server's local `next`: the worker it picked and
+ *                  wakes in this round (global only so the invariants can
+ *                  see it)
+ * Ghosts (no C counterpart; they state the properties):
+ *   onl[w]         how many runnable lists hold w
+ *   pw[w]          w changed its state in a way its server must hear of
+ *                  (became BLOCKED or RUNNABLE) and has not woken it yet
+ *   wt[w]          w sleeps in wait_running()
+ *   usr[w]         w runs user code
+ *   sl[s]          s sleeps in wait_running()
+ *   kp[s]          s is inside umcg_preempt() of its current worker
+ *   ran[s]         the worker s woke last has reached user code. For the
+ *                  liveness check only (-DSLICE_RAN), a slice ends only
+ *                  then: its fairness assumption. Without it a slice could
+ *                  end before its worker reached user code, round after
+ *                  round; a real slice (10 us or more) ends early now and
+ *                  then, which the safety check allows, but not for ever.
+ *   sbf[t], sbv[t] a one-entry store buffer of worker t, used only by the
+ *                  mutant that weakens the seq_cst store of in_lib
+ *
+ * Granularity. Each step is one access to shared memory of the C code, or
+ * several merged where no other thread can tell the difference. The merges,
+ * each argued where it is made:
+ *   - the CAS loop of umcg__runnable_push() is one step: failed rounds
+ *     change nothing, and the successful CAS is its linearization point;
+ *   - the futex is its guarantee: a thread that sleeps until its state is
+ *     RUNNING is a guard on that state. umcg__futex_wait() compares and
+ *     sleeps atomically, and every RUNNABLE -> RUNNING CAS of the C is
+ *     followed by a FUTEX_WAKE (wake_task()), so a wake-up can be lost
+ *     only by the protocol on the state words, which the model keeps;
+ *   - a thread's private data (the server's queue, current worker and
+ *     next_tid, a worker's locals) rides on the neighbouring shared access;
+ *   - kick signals: a pending signal is taken in user code at once (a
+ *     pending unblocked signal is delivered on the next return to user
+ *     space). Inside the library its handler sees in_lib set and does
+ *     nothing, so a signal still pending when the worker sets in_lib is
+ *     dropped there. In the TF_COND_WAIT window of a yield (in_lib still
+ *     clear) it may be taken: the handler's return_to_user() must see the
+ *     flag and return.
  *
  * Memory order: SPIN interleaves, which is sequential consistency. That is
  * what the C code asks for: every access in the two Dekker pairs of
- * emulated.c (section 2 and 3 of its header comment) is seq_cst. A mutant
- * that weakens one of those stores puts it in the store buffer instead;
- * the buffer is flushed by the process `flusher` at any moment, before
- * the owner's next store or RMW on the same word, and before it sleeps
- * (a system call is a full barrier). Loads by the owner see its buffered
- * value; loads by others see memory. That is the store->load reordering
- * that a missing fence allows on x86 and on ARM.
+ * emulated.c (sections 2 and 3 of its header comment) is seq_cst. The
+ * mutant that weakens the in_lib store puts it in the store buffer instead;
+ * the buffer is flushed by the process `flusher` at any moment, and by its
+ * owner before its next store and before it sleeps (a system call is a
+ * full barrier). Others read memory: the store->load reordering that a
+ * missing fence allows on x86 and on ARM.
  *
  * Abstracted away: registration checks and errors, timestamps, user bits
  * 16-31, CPU affinity, unregistration and exit, the registry and tid
- * reuse, a worker's own next_tid, signals on servers (the runtime's block
- * them all), and a kick signal landing inside library code: its handler
- * sees in_lib set and returns, so it is delivered here only in user code,
- * where the worker takes it at once (a pending unblocked signal is
- * delivered on the next return to user space).
+ * reuse, a worker's own next_tid, detection of unannounced blocking (its
+ * marking is umcg_block_begin() done by another thread, behind a Dekker
+ * pair of its own), signals on servers (the runtime's block them all).
  *
- * Properties: assertions (each worker on at most one list or queue; a
- * RUNNING worker on none; at most one RUNNING worker per server), invalid
- * end states (every thread asleep = lost wake-up), and with -DNP the
- * absence of non-progress cycles under weak fairness (progress = a worker
- * enters user code).
+ * Properties (the monitor checks them in every state):
+ *   ALONE    a RUNNING worker is on no list and in no queue; each push and
+ *            each enqueue asserts that the worker is on none yet;
+ *   ONE      at most one RUNNING worker per server;
+ *   TAKEN    the server's xchg takes every worker pushed before it (an
+ *            assertion where the list is walked);
+ *   HEARD    no lost wake-up of a server: a server asleep while its list
+ *            holds a worker, or while its queue holds one and its current
+ *            worker does not run, has a worker on its way to wake it (pw);
+ *   FOUND    no lost worker: a worker asleep in wait_running() is RUNNING,
+ *            on a list, queued, or picked (nx);
+ *   KICKED   no lost kick: a worker in user code with TF_PREEMPT set has
+ *            the kick signal pending, or the kick is still being sent;
+ * and with -DNP (liveness, weak fairness): no cycle in which no worker
+ * ever enters user code (label progress).
  */
 
 #ifndef NS
@@ -83,181 +125,188 @@
 #define PRE 16
 #define CW 32
 
-#define EAGAIN 1
-#define ETIMEDOUT 2
-
 #define SRV(w) (((w) - NS) % NS)
 #define BIT(w) (1 << ((w) - NS))
+#define RUN(t) ((st[t] & MASK) == RUNNING)
 
 byte st[T];
 byte head[NS];
 byte nxt[T];
 byte next_tid[NS];
-bit fw[T];
 bit in_lib[T];
 bit in_block[T];
 bit sigp[T];
 byte rq[NS];
 byte cur[NS];
+byte nx[NS];
 byte onl[T];
+bit pw[T];
+bit wt[T];
+bit usr[T];
+bit sl[NS];
+bit kp[NS];
+bit ran[NS];
 bit sbf[T];
-byte sbv[T];
+bit sbv[T];
 
-/* ---- memory: the store buffer of the weakened-store mutants ---------- */
-
-/* The buffered word of thread t: st[t] for a server, in_lib[t] for a
- * worker (the two stores that begin a Dekker pair in emulated.c). */
-#define BUFWORD(t) if :: (t) < NS -> st[t] = sbv[t] :: else -> in_lib[t] = sbv[t] fi
-
-/* Without a weakened-store mutant the buffer stays empty: draining it is
- * no step at all, so it adds no interleaving point. */
-inline drain(t)
-{
-#ifdef WEAK
-	atomic { if :: sbf[t] -> BUFWORD(t); sbf[t] = 0 :: else fi }
+/* Liveness only (check.sh passes -DSLICE_RAN): a slice ends only after its
+ * worker reached user code. Safety lets it end at any moment, as a real
+ * one can while the worker is still on its way out of the library. */
+#ifdef SLICE_RAN
+#define SLICE_OVER(s) ran[s]
+#define RAN(s, v) ran[s] = v
 #else
-	skip
+#define SLICE_OVER(s) 1
+#define RAN(s, v) skip
 #endif
-}
 
-#define FLUSH(i) :: atomic { sbf[i] -> BUFWORD(i); sbf[i] = 0 }
+/* ---- memory: the store buffer of the weakened-store mutant ----------- */
 
+/* Inside an atomic step of worker t, before it stores or sleeps. */
 #ifdef WEAK
+#define DRAIN(t) if :: sbf[t] -> in_lib[t] = sbv[t]; sbf[t] = 0 :: else fi
+#define FLUSH(i) :: atomic { sbf[i] -> in_lib[i] = sbv[i]; sbf[i] = 0 }
+
 active proctype flusher()
 {
 end:	do
-	FLUSH(0)
 	FLUSH(1)
 	FLUSH(2)
 	FLUSH(3)
-#if T > 4
-	FLUSH(4)
-	FLUSH(5)
-#endif
 	od
 }
+#else
+#define DRAIN(t) skip
 #endif
 
 /* ---- ABI primitives ---------------------------------------------------- */
 
-/* emulated.c:xition(): CAS on (state & MASK) == from, flags cleared. */
-inline xition(t, from, to, ok)
-{
-	atomic { if :: (st[t] & MASK) == from -> st[t] = to; ok = 1 :: else -> ok = 0 fi }
-}
+/* emulated.c:wake_server() = wake_task(): RUNNABLE -> RUNNING (a server that
+ * is not RUNNABLE is awake already), then FUTEX_WAKE (the guard). */
+#define WAKE_SERVER(s) if :: (st[s] & MASK) == RUNNABLE -> st[s] = RUNNING :: else fi
 
-/* emulated.c:wake_task(): RUNNABLE -> RUNNING, then FUTEX_WAKE. */
-inline wake_task(t, ok)
-{
-	xition(t, RUNNABLE, RUNNING, ok);
-	if
-	:: ok ->
-#ifndef M_WAKE_NO_FUTEX_WAKE
-		fw[t] = 0
-#else
-		skip
-#endif
-	:: else
-	fi
-}
-
-/* backend.h:umcg__runnable_push(): CAS loop on the head. */
-inline push(s, w)
-{
-	assert(onl[w] == 0 && !(rq[s] & BIT(w)));
-	do
-	:: h = head[s];
-		nxt[w] = h;
+/* backend.h:umcg__runnable_push(): the CAS loop on the head, one step.
+ * M_PUSH_STORE: the CAS made a store, so a load and a later store. */
 #ifndef M_PUSH_STORE
-		atomic { if :: head[s] == h -> head[s] = w + 1; onl[w]++; h = 0; break :: else fi }
+#define PUSH(s, w) \
+	atomic { \
+		assert(onl[w] == 0 && !(rq[s] & BIT(w))); \
+		nxt[w] = head[s]; head[s] = w + 1; onl[w]++ \
+	}
 #else
-		atomic { head[s] = w + 1; onl[w]++; break }
+#define PUSH(s, w) \
+	atomic { assert(onl[w] == 0 && !(rq[s] & BIT(w))); nxt[w] = head[s] }; \
+	atomic { head[s] = w + 1; onl[w]++ }
 #endif
-	od
-}
 
-/* emulated.c:wait_running() for a thread of task t. */
-inline wait_running(t, timed, ret)
-{
-	ret = 0;
-	do
-	:: s_ = st[t];
-		if
-		:: (s_ & MASK) == RUNNING -> s_ = 0; break
-		:: else ->
-			atomic { if :: st[t] == s_ -> fw[t] = 1 :: else fi };
-			if
-			:: fw[t] == 0
-			:: timed -> atomic { fw[t] = 0; ret = ETIMEDOUT; s_ = 0 }; break
-			fi
-		fi
-	od
-}
-
-/* backend.c:umcg_preempt() then emulated.c:e_kick(), on worker t. */
+/* backend.c:umcg_preempt() then emulated.c:e_kick(), on worker t, by its
+ * server. Three steps: the TF_PREEMPT CAS, the seq_cst load of in_lib
+ * (the Dekker pair with return_to_user()), then the loads of in_block
+ * and the state and the signal (kick_pinned(); the probe of detection is
+ * left out). */
 inline preempt(t)
 {
 #ifdef M_KICK_LOAD_BEFORE_CAS
 	il = in_lib[t];
 #endif
 #ifndef M_PREEMPT_STORE
-	atomic { if :: (st[t] & MASK) == RUNNING -> st[t] = st[t] | PRE; ok = 1 :: else -> ok = 0 fi };
+	atomic {
+		if
+		:: RUN(t) -> st[t] = st[t] | PRE; kp[s] = 1
+		:: else
+		fi
+	};
 #else
 	s_ = st[t];
-	if :: (s_ & MASK) == RUNNING -> st[t] = s_ | PRE; ok = 1 :: else -> ok = 0 fi;
+	atomic {
+		if
+		:: (s_ & MASK) == RUNNING -> st[t] = s_ | PRE; kp[s] = 1
+		:: else
+		fi;
+		s_ = 0
+	};
 #endif
 	if
-	:: ok ->
-		if
+	:: kp[s] ->
 #ifndef M_KICK_LOAD_BEFORE_CAS
-		:: in_lib[t] -> fw[t] = 0
+		if
+		:: atomic { in_lib[t] -> kp[s] = 0 } /* futex wake: it is in the library */
+		:: atomic { !in_lib[t] -> skip }
+		fi;
 #else
-		:: il -> fw[t] = 0
+		if
+		:: atomic { il -> kp[s] = 0; il = 0 }
+		:: atomic { !il -> skip }
+		fi;
 #endif
-		:: else ->
-			if
-			:: in_block[t]
-			:: else ->
-				s_ = st[t];
+		if
+		:: kp[s] ->
+			atomic {
 				if
-				:: ((s_ & MASK) == RUNNING && (s_ & PRE)) ||
-				   ((s_ & MASK) != RUNNING && !((s_ & MASK) == RUNNABLE && (s_ & CW))) ->
+				:: in_block[t]
+				:: !in_block[t] && (((st[t] & MASK) == RUNNING && (st[t] & PRE)) ||
+						   (!RUN(t) && !((st[t] & MASK) == RUNNABLE && (st[t] & CW)))) ->
 					sigp[t] = 1
 				:: else
-				fi
-			fi
+				fi;
+				kp[s] = 0
+			}
+		:: else
 		fi
 	:: else
 	fi
 }
 
-/* emulated.c:wake_server(): wake_task() whose failure is fine. */
-#define WAKE_SERVER xition(s, RUNNABLE, RUNNING, ok); if :: ok -> fw[s] = 0 :: else fi
-
 /* ---- the server ---------------------------------------------------------- */
 
 proctype server(byte s)
 {
-	byte list, w, next, s_, h, ret;
-	bit ok, timed, kicked, expired;
+	byte list, w, i;
+	bit timed, kicked, expired, eagain;
 #ifdef M_KICK_LOAD_BEFORE_CAS
 	bit il;
 #endif
+#ifdef M_PREEMPT_STORE
+	byte s_;
+#endif
 
 loop:
-	/* runtime.c:set_state(RUNNABLE|TF_COND_WAIT), seq_cst */
+	/* runtime.c:server_loop(): set_state(RUNNABLE|TF_COND_WAIT), seq_cst.
+	 * The previous round's bookkeeping, the server's own data, rides on
+	 * it: a next_tid that was not consumed goes back in the queue. */
+	atomic {
+		if
+		:: nx[s] != 0 ->
+			if
+			:: next_tid[s] != 0 ->
+				next_tid[s] = 0;
+				assert(!(rq[s] & BIT(nx[s] - 1)));
+				rq[s] = rq[s] | BIT(nx[s] - 1)
+			:: else -> cur[s] = nx[s]; kicked = 0
+			fi;
+			nx[s] = 0
+		:: else
+		fi;
 #ifdef M_TAKE_BEFORE_STATE
-	atomic { list = head[s]; head[s] = 0 };
+		list = head[s];
+		head[s] = 0
+	};
+	atomic {
 #endif
-	st[s] = RUNNABLE | CW;
-	/* list.c:umcg_runnable_take(): seq_cst xchg */
-#if defined(M_TAKE_LOAD_STORE)
+		st[s] = RUNNABLE | CW
+	};
+	/* list.c:umcg_runnable_take(): seq_cst xchg; then handle_list() and
+	 * resolve_current() on the server's own data, and the pick. */
+#ifdef M_TAKE_LOAD_STORE
 	list = head[s];
-	head[s] = 0;
-#elif !defined(M_TAKE_BEFORE_STATE)
-	atomic { list = head[s]; head[s] = 0 }
 #endif
 	atomic {
+#if !defined(M_TAKE_LOAD_STORE) && !defined(M_TAKE_BEFORE_STATE)
+		list = head[s];
+#endif
+#ifndef M_TAKE_BEFORE_STATE
+		head[s] = 0;
+#endif
 		do
 		:: list != 0 ->
 			w = list - 1;
@@ -266,13 +315,36 @@ loop:
 			if :: cur[s] == w + 1 -> cur[s] = 0 :: else fi;
 			assert(!(rq[s] & BIT(w)));
 			rq[s] = rq[s] | BIT(w)
-		:: else -> w = 0; break
+		:: else -> break
 		od;
+		/* TAKEN: every worker pushed before the xchg was on the list */
+		for (i : NS .. T - 1) {
+			assert(SRV(i) != s || onl[i] == 0)
+		}
+		i = 0;
 		/* resolve_current(): not RUNNING, it shows up on the list */
-		if :: cur[s] != 0 && (st[cur[s] - 1] & MASK) != RUNNING -> cur[s] = 0
-		   :: else fi
-	}
-	next = 0;
+		if :: cur[s] != 0 && !RUN(cur[s] - 1) -> cur[s] = 0 :: else fi;
+		if
+		:: cur[s] == 0 ->
+			kicked = 0;
+			if
+			:: rq[s] == 0 -> timed = 0
+			:: else ->
+				/* the policy: any queued worker */
+				w = NS;
+				do
+				:: rq[s] & BIT(w) -> break
+				:: (rq[s] >> (w + 1 - NS)) != 0 -> w++
+				od;
+				rq[s] = rq[s] & ~BIT(w);
+				nx[s] = w + 1;
+				next_tid[s] = w + 1;
+				timed = 1
+			fi
+		:: else
+		fi;
+		w = 0
+	};
 	if
 	:: cur[s] != 0 ->
 		if
@@ -282,209 +354,232 @@ loop:
 		:: else
 		fi;
 		timed = !kicked
-	:: else ->
-		kicked = 0;
-		if
-		:: rq[s] == 0 -> timed = 0
-		:: else ->
-			/* the policy: any queued worker */
-			atomic {
-				w = NS;
-				do
-				:: rq[s] & BIT(w) -> break
-				:: (rq[s] >> (w + 1 - NS)) != 0 -> w++
-				od;
-				rq[s] = rq[s] & ~BIT(w);
-				next = w + 1;
-				next_tid[s] = next;
-				timed = 1
-			}
-		fi
-	fi;
-
-	/* emulated.c:e_wait() of a server */
-	drain(s);
-	/* 4: RUNNABLE -> RUNNABLE; failure is -EAGAIN */
-	xition(s, RUNNABLE, RUNNABLE, ok);
-#ifdef M_WAIT_NO_EAGAIN
-	ok = 1;
-#endif
-	if
-	:: !ok -> ret = EAGAIN
-	:: else ->
-		ret = 0;
-		if
-		:: next != 0 ->
-			/* 6, 7 */
-			wake_task(next - 1, ok);
-			if
-			:: !ok -> xition(s, RUNNABLE, RUNNING, ok); ret = EAGAIN
-			:: else ->
-#ifndef M_NEXT_TID_KEPT
-				next_tid[s] = 0
-#else
-				skip
-#endif
-			fi
-		:: else
-		fi;
-		if
-		:: ret == 0 ->
-			/* 8 */
-			wait_running(s, timed, ret);
-			if
-			:: ret == ETIMEDOUT ->
-				xition(s, RUNNABLE, RUNNING, ok);
-				if :: !ok -> ret = 0 :: else fi
-			:: else
-			fi
-		:: else
-		fi
-	fi;
-	/* runtime.c:server_loop(): an unconsumed next_tid goes back */
-	if
-	:: next != 0 ->
-		if
-		:: next_tid[s] != 0 -> next_tid[s] = 0; rq[s] = rq[s] | BIT(next - 1)
-		:: else -> cur[s] = next; kicked = 0
-		fi
 	:: else
 	fi;
-	expired = (ret == ETIMEDOUT);
-	atomic { ret = 0; ok = 0; s_ = 0; h = 0; w = 0; next = 0; timed = 0 };
+	expired = 0;
+
+	/* emulated.c:e_wait() of a server: 4 RUNNABLE -> RUNNABLE (failure is
+	 * -EAGAIN), then 6-7 wake next_tid and consume it (wake_task()'s CAS on
+	 * another word: it commutes with a wake of this server, so it rides on
+	 * the same step), then 8 sleep. */
+	atomic {
+		if
+		:: (st[s] & MASK) == RUNNABLE ->
+			st[s] = RUNNABLE;
+			if
+			:: nx[s] != 0 && (st[nx[s] - 1] & MASK) == RUNNABLE ->
+				st[nx[s] - 1] = RUNNING;
+				RAN(s, 0);
+#ifndef M_NEXT_TID_KEPT
+				next_tid[s] = 0;
+#endif
+				eagain = 0
+			:: nx[s] != 0 && (st[nx[s] - 1] & MASK) != RUNNABLE ->
+				st[s] = RUNNING;
+				eagain = 1
+			:: nx[s] == 0 -> eagain = 0
+			fi
+		:: else -> eagain = 1
+		fi;
+		if :: !eagain -> sl[s] = 1 :: else fi
+	};
+	if
+	:: !eagain ->
+		if
+		:: atomic { RUN(s) -> sl[s] = 0 }
+		:: atomic {
+			/* -ETIMEDOUT, then RUNNABLE -> RUNNING: only if nobody
+			 * woke us meanwhile (the wake-up wins, section 5 rule 10) */
+			timed && SLICE_OVER(s) && !RUN(s) -> st[s] = RUNNING; sl[s] = 0; expired = 1
+		   }
+		fi
+	:: else -> eagain = 0
+	fi;
 	goto loop
 }
 
 /* ---- the worker ---------------------------------------------------------- */
 
-/* emulated.c:return_to_user() of worker w. */
-inline return_to_user(w)
-{
-	do
-	:: /* seq_cst store of in_lib = 0, then seq_cst load of state */
-#ifndef M_INLIB_RELAXED
-		in_lib[w] = 0;
-#else
-		drain(w);
-		atomic { sbv[w] = 0; sbf[w] = 1 };
-#endif
-		s_ = st[w];
-		if
-		:: (s_ & MASK) == RUNNING && (s_ & PRE) ->
-			drain(w);
-			in_lib[w] = 1;
-			atomic { if :: st[w] == s_ -> st[w] = RUNNABLE; ok = 1 :: else -> ok = 0 fi };
-			if
-			:: ok -> push(s, w); WAKE_SERVER;
-				drain(w); wait_running(w, 0, ret)
-			:: else
-			fi
-		:: (s_ & MASK) != RUNNING &&
-#ifndef M_NO_COND_WAIT_EXEMPT
-		   !((s_ & MASK) == RUNNABLE && (s_ & CW)) ->
-#else
-		   1 ->
-#endif
-			drain(w);
-			in_lib[w] = 1;
-			wait_running(w, 0, ret)
-		:: else -> break
-		fi
-	od
-}
-
-
 proctype worker(byte w)
 {
-	byte s = SRV(w), s_, h, ret;
-	bit ok;
+	byte s = SRV(w);
+	bit cwq;
+#ifdef M_PUSH_STORE
+	byte h;
+#endif
 
-	/* emulated.c:e_register(): BLOCKED -> RUNNABLE, push, wake, wait */
-	st[w] = BLOCKED;
-	in_lib[w] = 1;
-	xition(w, BLOCKED, RUNNABLE, ok);
-	push(s, w);
-	WAKE_SERVER;
-	return_to_user(w);
+	/* registered: RUNNABLE, on the list (init), asleep in wait_running() */
+	goto waiting;
+
+rtu:
+	/* emulated.c:return_to_user(): the seq_cst store in_lib = 0, then the
+	 * seq_cst load of the state (3. of emulated.c's header comment). */
+#ifndef M_INLIB_RELAXED
+	in_lib[w] = 0;
+#else
+	atomic { DRAIN(w); sbv[w] = 0; sbf[w] = 1 };
+#endif
+rtu_load:
+	atomic {
+		if
+		:: RUN(w) && (st[w] & PRE) ->
+			/* in_lib = 1, then the CAS from the state seen: nothing
+			 * else writes the state of a RUNNING|TF_PREEMPT worker */
+			DRAIN(w);
+			in_lib[w] = 1;
+			sigp[w] = 0;
+			st[w] = RUNNABLE;
+			pw[w] = 1;
+			goto pushing
+		:: !RUN(w) && !((st[w] & MASK) == RUNNABLE && (st[w] & CW)) ->
+			/* not RUNNING: wait until it is */
+			DRAIN(w);
+			in_lib[w] = 1;
+			sigp[w] = 0;
+			wt[w] = 1;
+			goto waiting
+		:: RUN(w) && !(st[w] & PRE) ->
+			usr[w] = 1;
+			RAN(s, 1);
+			goto user
+		:: (st[w] & MASK) == RUNNABLE && (st[w] & CW) ->
+			/* only the window of a yield meets this (see there) */
+			assert(0)
+		fi
+	};
+
+pushing:
+	PUSH(s, w);
+	atomic { WAKE_SERVER(s); pw[w] = 0; DRAIN(w); wt[w] = 1 };
+waiting:
+	atomic { RUN(w) -> wt[w] = 0 };
+	goto rtu;
+
 user:
-	atomic { s_ = 0; h = 0; ret = 0; ok = 0 };
 progress:
-	skip;
-compute:
 	do
 	:: sigp[w] ->
-		/* kick_handler(): in user code in_lib and in_block are 0 */
-		sigp[w] = 0;
-		in_lib[w] = 1;
-		return_to_user(w);
-		goto user
-	:: else ->
+		/* kick_handler(): in user code in_lib and in_block are clear;
+		 * enter_lib() then return_to_user(), whose store of in_lib = 0
+		 * finds it clear already */
+		atomic { sigp[w] = 0; usr[w] = 0 };
+		goto rtu_load
+	:: !sigp[w] -> skip /* computes */
+	:: /* yield, as runtime.c:yield_self(): RUNNABLE|TF_COND_WAIT */
+		atomic { DRAIN(w); st[w] = RUNNABLE | CW; usr[w] = 0; pw[w] = 1 };
+		/* the TF_COND_WAIT window: a kick signal sent before the store
+		 * may land here, with in_lib clear */
 		if
-		:: skip /* computes */
-		:: /* yield, as runtime.c:yield_self() */
-			st[w] = RUNNABLE | CW;
-			if
-			:: sigp[w] -> sigp[w] = 0; in_lib[w] = 1; return_to_user(w)
-			:: else
-			fi;
-			/* emulated.c:e_wait() of a worker */
-			drain(w);
-			in_lib[w] = 1;
-			xition(w, RUNNABLE, RUNNABLE, ok);
-			if
-			:: ok ->
-				/* 5: push, then wake the server */
-#ifndef M_WAKE_BEFORE_PUSH
-				push(s, w);
-				WAKE_SERVER;
+		:: sigp[w] ->
+			atomic {
+				sigp[w] = 0;
+#ifndef M_NO_COND_WAIT_EXEMPT
+				/* return_to_user(): RUNNABLE|TF_COND_WAIT, returns */
+				skip
 #else
-				WAKE_SERVER;
-				push(s, w);
+				/* return_to_user() waits for RUNNING */
+				in_lib[w] = 1;
+				wt[w] = 1
 #endif
-				drain(w);
-				wait_running(w, 0, ret)
-			:: else
-			fi;
-			return_to_user(w);
-			goto user
-		:: /* emulated.c:e_block_begin() */
+			};
+#ifdef M_NO_COND_WAIT_EXEMPT
+			atomic { RUN(w) -> wt[w] = 0 }
+#endif
+		:: skip
+		fi;
+		/* emulated.c:e_wait() of a worker: enter_lib() (in_lib = 1), then
+		 * section 5 rule 4, RUNNABLE -> RUNNABLE, clearing TF_COND_WAIT
+		 * (between the two a kick finds RUNNABLE|TF_COND_WAIT: nothing to
+		 * do either way) */
+		atomic {
+			DRAIN(w);
 			in_lib[w] = 1;
-			xition(w, RUNNING, BLOCKED, ok);
+			sigp[w] = 0;
 			if
-			:: !ok -> in_lib[w] = 0; goto user
-			:: else
-			fi;
-			in_block[w] = 1;
-#ifndef M_BLOCK_NO_WAKE
-			WAKE_SERVER;
+			:: (st[w] & MASK) == RUNNABLE -> st[w] = RUNNABLE; cwq = 1
+			:: else -> pw[w] = 0; cwq = 0 /* -EAGAIN */
+			fi
+		};
+		if
+		:: cwq ->
+			cwq = 0;
+			/* 5: push, then wake the server */
+#ifndef M_WAKE_BEFORE_PUSH
+			goto pushing
+#else
+			atomic { WAKE_SERVER(s); pw[w] = 0 };
+			PUSH(s, w);
+			atomic { wt[w] = 1 };
+			goto waiting
 #endif
-			in_lib[w] = 0;
-			/* asleep in the kernel; then emulated.c:e_block_end() */
+		:: else -> goto rtu
+		fi
+	:: !sigp[w] ->
+		/* emulated.c:e_block_begin(): enter_lib(), RUNNING -> BLOCKED,
+		 * in_block = 1 (while in_lib is set, a kick futex-wakes a thread
+		 * that does not sleep: the stores ride on one step) */
+		atomic {
+			DRAIN(w);
+			in_lib[w] = 1;
+			sigp[w] = 0;
+			usr[w] = 0;
+			if
+			:: RUN(w) ->
+				st[w] = BLOCKED;
+				in_block[w] = 1;
+#ifndef M_BLOCK_NO_WAKE
+				pw[w] = 1
+#endif
+			:: else -> in_lib[w] = 0; goto rtu_load /* -EAGAIN */
+			fi
+		};
+		/* wake_server(), then in_lib = 0 (in_block set: a kick leaves it
+		 * alone either way) */
+		atomic {
+#ifndef M_BLOCK_NO_WAKE
+			WAKE_SERVER(s);
+#endif
+			pw[w] = 0;
+			in_lib[w] = 0
+		};
+		/* asleep in the kernel for any time; then emulated.c:
+		 * e_block_end(): in_lib = 1, in_block = 0, BLOCKED -> RUNNABLE */
+		atomic {
+			DRAIN(w);
 			in_lib[w] = 1;
 			in_block[w] = 0;
-			xition(w, BLOCKED, RUNNABLE, ok);
 			if
-			:: ok -> push(s, w); WAKE_SERVER
-			:: else
-			fi;
-			return_to_user(w);
-			goto user
+			:: (st[w] & MASK) == BLOCKED -> st[w] = RUNNABLE; pw[w] = 1; cwq = 1
+			:: else -> cwq = 0
+			fi
+		};
+		if
+		:: cwq -> cwq = 0; goto pushing
+		:: else -> goto rtu
 		fi
 	od
 }
 
 /* ---- invariants ---------------------------------------------------------- */
 
-#define RUN(w) ((st[w] & MASK) == RUNNING)
 #define QUEUED(w) (onl[w] != 0 || (rq[SRV(w)] & BIT(w)))
 #define ALONE(w) (!RUN(w) || !QUEUED(w))
+#define FOUND(w) (!wt[w] || RUN(w) || QUEUED(w) || nx[SRV(w)] == w + 1)
+#define KICKED(w) (!usr[w] || !(st[w] & PRE) || sigp[w] || kp[SRV(w)])
+#define OK(w) (ALONE(w) && FOUND(w) && KICKED(w))
+/* the worker server s runs: the one it woke this round, else current */
+#define RW(s) (nx[s] != 0 -> nx[s] : cur[s])
+#define WAITS(s) (head[s] != 0 || (rq[s] != 0 && (RW(s) == 0 || !RUN(RW(s) - 1))))
+#define HEARD(s, wakers) (!sl[s] || RUN(s) || !WAITS(s) || (wakers))
+
 #if NW == 3 && NS == 1
-#define INV (ALONE(1) && ALONE(2) && ALONE(3) && RUN(1) + RUN(2) + RUN(3) <= 1)
+#define INV (OK(1) && OK(2) && OK(3) && RUN(1) + RUN(2) + RUN(3) <= 1 && \
+	     HEARD(0, pw[1] || pw[2] || pw[3]))
 #elif NW == 2 && NS == 2
-#define INV (ALONE(2) && ALONE(3))
+#define INV (OK(2) && OK(3) && HEARD(0, pw[2]) && HEARD(1, pw[3]))
 #elif NW == 4 && NS == 2
-#define INV (ALONE(2) && ALONE(3) && ALONE(4) && ALONE(5) && RUN(2) + RUN(4) <= 1 && \
-	     RUN(3) + RUN(5) <= 1)
+#define INV (OK(2) && OK(3) && OK(4) && OK(5) && RUN(2) + RUN(4) <= 1 && \
+	     RUN(3) + RUN(5) <= 1 && HEARD(0, pw[2] || pw[4]) && HEARD(1, pw[3] || pw[5]))
 #else
 #error "no invariant for this scope"
 #endif
@@ -504,7 +599,15 @@ init
 			run server(i)
 		}
 		for (i : NS .. T - 1) {
+			/* e_register(): BLOCKED -> RUNNABLE, pushed, in_lib set */
+			st[i] = RUNNABLE;
+			in_lib[i] = 1;
+			wt[i] = 1;
+			nxt[i] = head[SRV(i)];
+			head[SRV(i)] = i + 1;
+			onl[i] = 1;
 			run worker(i)
 		}
+		i = 0
 	}
 }
