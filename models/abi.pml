@@ -173,6 +173,10 @@ end:	do
 	FLUSH(1)
 	FLUSH(2)
 	FLUSH(3)
+#if T > 4
+	FLUSH(4)
+	FLUSH(5)
+#endif
 	od
 }
 #else
@@ -432,7 +436,9 @@ rtu_load:
 			pw[w] = 1;
 			goto pushing
 		:: !RUN(w) && !((st[w] & MASK) == RUNNABLE && (st[w] & CW)) ->
-			/* not RUNNING: wait until it is */
+			/* not RUNNING: wait until it is (in the C, a worker that
+			 * detection made BLOCKED; the model has no detection and
+			 * waits before it comes here, so only a mutant gets here) */
 			DRAIN(w);
 			in_lib[w] = 1;
 			sigp[w] = 0;
