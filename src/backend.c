@@ -216,6 +216,12 @@ UMCG_API int umcg_preempt(struct umcg_task *worker, pid_t tid)
 	if (!worker || ((uintptr_t)worker & (UMCG_TASK_ALIGN - 1)))
 		return -EINVAL;
 	/*
+	 * A worker that detection made BLOCKED and that preempts itself is
+	 * back under its server first, RUNNING, as on the kernel (§10 rule
+	 * 15), rather than refused with -EAGAIN.
+	 */
+	umcg__settle();
+	/*
 	 * Reject a bad @tid before the flag goes in: a kernel acts on
 	 * TF_PREEMPT at the caller's own next return to user space when
 	 * @worker is the caller. umcg_kick() checks the tid before the flags,

@@ -193,6 +193,52 @@ START_TEST(s8r03_umcg_preempt_helper)
 }
 END_TEST
 
+/*
+ * A worker asleep in a raw system call, which nobody announced, then
+ * preempts itself as soon as it wakes (§10 rule 15: on the emulation it
+ * is still BLOCKED then and runs user code; the library call must first
+ * put it back under its server, as on the kernel, where it does not run
+ * before its server runs it).
+ */
+static void sleep_then_preempt_self(struct h_worker *w)
+{
+	struct timespec ts = { 0, 200 * (long)MS };
+
+	atomic_store(&w->r[1], (int)syscall(SYS_nanosleep, &ts, NULL));
+	atomic_store(&w->r[0], umcg_preempt(&w->task, atomic_load(&w->tid)));
+}
+
+START_TEST(s10r15_detected_worker_preempts_itself)
+{
+	struct h_server *s;
+	struct h_worker *w;
+
+	if (emulated() && umcg_detect_get() == 0) {
+		h_skip("s10r15_detected_worker_preempts_itself",
+		       "detection is off (UMCG_DETECT_US=0)");
+		return;
+	}
+	s = h_server_register(CLK);
+	w = h_worker_start(s->tid, CLK, sleep_then_preempt_self, NULL);
+	/* Woken by the block: the kernel's, or detection's within its bound. */
+	ck_assert_int_eq(h_server_run(s, w, 0), 0);
+	ck_assert_state(&w->task, UMCG_TASK_BLOCKED);
+	/* The sleep ends; the worker's umcg_preempt() makes it RUNNABLE. */
+	h_server_wait_listed(s, w);
+	ck_assert_state(&w->task, UMCG_TASK_RUNNABLE);
+	ck_assert_int_eq(atomic_load(&w->r[0]), H_PENDING);
+	/* Run, it preempts itself: RUNNABLE on the list again, call pending. */
+	ck_assert_int_eq(h_server_run(s, w, 0), 0);
+	ck_assert_msg(h_list_contains(&s->task, &w->task) || h_server_queued(s, w),
+		      "the self-preempted worker is on no list");
+	ck_assert_int_eq(atomic_load(&w->r[0]), H_PENDING);
+	/* Run once more: the call returns 0 and the worker parks. */
+	ck_assert_int_eq(h_server_run(s, w, 0), 0);
+	ck_assert_int_eq(atomic_load(&w->r[1]), 0);
+	ck_assert_int_eq(atomic_load(&w->r[0]), 0);
+}
+END_TEST
+
 static void *remote_preempter(void *arg)
 {
 	struct kick_ctx *c = arg;
@@ -252,4 +298,5 @@ void conformance_add_kick(Suite *s)
 	tcase_add_test(tc, s6r04_preempt);
 	tcase_add_test(tc, s8r03_umcg_preempt_helper);
 	tcase_add_test(tc, s6r03_from_unregistered_thread);
+	tcase_add_test(tc, s10r15_detected_worker_preempts_itself);
 }
