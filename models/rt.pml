@@ -299,7 +299,7 @@ inline park_self(w)
  * Its load of the park word and each round of its CAS loop are one step:
  * a failed CAS changes nothing and reloads. The PARKING -> NORMAL store of
  * the mutant M_UNPARK_PARKING_STORE is a step of its own, after the load.
- * @ho: the policy allows a direct handoff (handoff_ok()), a free choice.
+ * handoff_ok() (the policy allows a direct handoff) is a free choice.
  */
 inline unpark(uw, ume)
 {
