@@ -98,6 +98,7 @@ struct soaker {
 	atomic_int armed;
 	atomic_uint_fast64_t t_unpark;
 	atomic_ulong unparks_sent;
+	struct umcg_worker_stats at_stop; /* read by the main thread */
 };
 
 static struct soaker soakers[NR_WORKERS];
@@ -268,6 +269,35 @@ static uint64_t total_switches(struct umcg_server_stats *st)
 	return sum;
 }
 
+/*
+ * A worker whose loop never ran before `stop`: fail, with what the worker
+ * and the servers had done by then, so that a rare failure says whether
+ * the worker was ever picked and which server stopped switching.
+ */
+static void never_ran(const struct soaker *s, const struct umcg_server_stats *st)
+{
+	const struct umcg_worker_stats *ws = &s->at_stop;
+	char servers[256];
+	size_t used = 0;
+	unsigned int i;
+
+	for (i = 0; i < NR_SERVERS && used < sizeof(servers); i++) {
+		int len = snprintf(servers + used, sizeof(servers) - used,
+				   "%s server %u: %" PRIu64 " switches, %" PRIu64
+				   " preemptions, %" PRIu64 " missed wake-ups, %" PRIu64
+				   " unannounced blocks",
+				   i ? ";" : "", i, st[i].switches, st[i].preemptions,
+				   st[i].missed_wakeups, st[i].unannounced_blocks);
+
+		used += len > 0 ? (size_t)len : 0;
+	}
+	ck_abort_msg("%s %u never ran before the end of the run; by then it had been run %" PRIu64
+		     " times, preempted %" PRIu64 ", %" PRIu64 " ms runnable, %" PRIu64
+		     " ms blocked, last server %d; at the end,%s",
+		     kind_name(s->kind), s->idx, ws->switches, ws->preemptions,
+		     ws->runnable_ns / MS, ws->blocked_ns / MS, ws->server, servers);
+}
+
 START_TEST(soak_mixed)
 {
 	struct umcg_server_stats st[NR_SERVERS];
@@ -333,6 +363,10 @@ START_TEST(soak_mixed)
 		}
 	}
 	atomic_store(&stop, true);
+	/* What each worker had done when the run ended, for the report of
+	 * one that never ran (the records go with umcg_join()). */
+	for (i = 0; i < NR_WORKERS; i++)
+		ck_assert_int_eq(umcg_worker_stats(soakers[i].w, &soakers[i].at_stop), 0);
 	for (i = 0; i < NR_PLAIN; i++)
 		pthread_join(plain[i], NULL);
 	/* Every parker still parked gets one last unpark, which it sees with
@@ -359,8 +393,8 @@ START_TEST(soak_mixed)
 			max_gap = soakers[i].max_gap;
 		if (soakers[i].max_wake > max_wake)
 			max_wake = soakers[i].max_wake;
-		ck_assert_msg(PEEK(&soakers[i].ticks) > 0, "%s %u never ran",
-			      kind_name(soakers[i].kind), i);
+		if (PEEK(&soakers[i].ticks) == 0)
+			never_ran(&soakers[i], st);
 	}
 	if (getloadavg(load, 3) < 0)
 		load[0] = load[1] = load[2] = -1;
