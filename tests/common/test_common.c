@@ -61,29 +61,59 @@ void h_sleep_us(unsigned int us)
 		;
 }
 
-int h_nr_threads(void)
+int h_tids_snapshot(struct h_tids *t)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
-	char path[300], comm[32];
-	int n = 0, fd;
-	ssize_t len;
 
 	if (!d)
 		return -1;
-	while ((e = readdir(d))) {
+	t->n = 0;
+	while ((e = readdir(d)) && t->n < H_MAX_TIDS) {
+		char path[300], *comm = t->comm[t->n];
+		ssize_t len = -1;
+		int fd;
+
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
-		len = fd < 0 ? -1 : read(fd, comm, sizeof(comm) - 1);
-		if (fd >= 0)
+		if (fd >= 0) {
+			len = read(fd, comm, sizeof(t->comm[0]) - 1);
 			close(fd);
-		if (len == 11 && !memcmp(comm, "umcg-watch\n", 11))
+		}
+		if (len < 0) /* it left between readdir() and open() */
 			continue;
-		n++;
+		comm[len] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		if (strcmp(comm, "umcg-watch") == 0)
+			continue;
+		t->tid[t->n++] = (pid_t)atoi(e->d_name);
 	}
 	closedir(d);
+	return 0;
+}
+
+int h_tids_new(const struct h_tids *base, const struct h_tids *now, char *names, size_t size)
+{
+	size_t used = 0;
+	int i, j, n = 0;
+
+	if (size)
+		names[0] = '\0';
+	for (i = 0; i < now->n; i++) {
+		for (j = 0; j < base->n && base->tid[j] != now->tid[i]; j++)
+			;
+		if (j < base->n)
+			continue;
+		n++;
+		if (used < size) {
+			int len = snprintf(names + used, size - used, "%s%d \"%s\"",
+					   n > 1 ? ", " : "", (int)now->tid[i], now->comm[i]);
+
+			used += len > 0 ? (size_t)len : 0;
+		}
+	}
 	return n;
 }
 

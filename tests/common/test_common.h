@@ -34,6 +34,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "h_atomic.h"
@@ -69,11 +70,32 @@ uint64_t h_now(clockid_t clk);
 void h_sleep_us(unsigned int us);
 
 /*
- * h_nr_threads() - the threads of this process, from /proc/self/task, not
- * counting the emulation's watcher ("umcg-watch"), which lives as long as
- * the process once a worker registered. -1 if /proc cannot be read.
+ * The threads of this process, told by their tids: a test that checks
+ * that nothing it started is left compares a snapshot taken before with
+ * one taken after, rather than two counts, so that a thread that is not
+ * its own (a joined one whose /proc entry has not gone yet, a sanitizer's
+ * helper) is never blamed on the library. The emulation's watcher
+ * ("umcg-watch"), which lives as long as the process once a worker
+ * registered, is left out. Linux hands out tids cyclically, so a tid of
+ * the first snapshot is not given to a new thread within a test's run.
  */
-int h_nr_threads(void);
+#define H_MAX_TIDS 256
+
+struct h_tids {
+	int n;
+	pid_t tid[H_MAX_TIDS];
+	char comm[H_MAX_TIDS][16];
+};
+
+/* h_tids_snapshot() - the threads now; 0, or -1 with errno if /proc cannot
+ * be read. */
+int h_tids_snapshot(struct h_tids *t);
+
+/*
+ * h_tids_new() - how many threads of @now are not in @base; "tid "name""
+ * of each, comma-separated, go to @names (@size bytes, truncated).
+ */
+int h_tids_new(const struct h_tids *base, const struct h_tids *now, char *names, size_t size);
 
 /* ---- the watchdog ----------------------------------------------------------- */
 

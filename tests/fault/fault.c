@@ -30,9 +30,7 @@
 #define _GNU_SOURCE
 #endif
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -99,92 +97,26 @@ static long run_k;
 			CHILD_FAIL("%s returned %d where it must succeed", #expr, must_ret_); \
 	} while (0)
 
-/*
- * The threads a scenario leaves behind are told by their tids, not by a
- * count: a count taken while some thread not of the scenario's making
- * comes or goes (a CI run once saw 4 tasks where 1 was expected, one of
- * which then left) would blame the library for it. A snapshot holds the
- * tids of /proc/self/task; the library's detection watcher, one per
- * process and never joined by design (emulated.c), is left out by its
- * name, "umcg-watch". Linux hands out tids cyclically, so a tid of the
- * snapshot is not given to a new thread within a test's run.
- */
-#define MAX_TIDS 256
-
-struct tids {
-	int n;
-	pid_t tid[MAX_TIDS];
-	char comm[MAX_TIDS][16];
-};
-
-static void snapshot(struct tids *t)
+/* The threads a scenario leaves behind are told by their tids
+ * (test_common.h, h_tids_snapshot()). */
+static void snapshot(struct h_tids *t)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-
-	if (!d)
+	if (h_tids_snapshot(t))
 		CHILD_FAIL("cannot read /proc/self/task: %s", strerror(errno));
-	t->n = 0;
-	while ((e = readdir(d)) && t->n < MAX_TIDS) {
-		char path[300];
-		ssize_t len = -1;
-		int fd;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			len = read(fd, t->comm[t->n], sizeof(t->comm[t->n]) - 1);
-			close(fd);
-		}
-		if (len < 0) /* it left between readdir() and open() */
-			continue;
-		t->comm[t->n][len] = '\0';
-		t->comm[t->n][strcspn(t->comm[t->n], "\n")] = '\0';
-		if (strcmp(t->comm[t->n], "umcg-watch") == 0)
-			continue;
-		t->tid[t->n++] = (pid_t)atoi(e->d_name);
-	}
-	closedir(d);
-}
-
-/* How many threads of @now are not in @base; their names go to @names. */
-static int new_threads(const struct tids *base, const struct tids *now, char *names, size_t size)
-{
-	int i, j, n = 0;
-	size_t used = 0;
-
-	if (size)
-		names[0] = '\0';
-	for (i = 0; i < now->n; i++) {
-		for (j = 0; j < base->n && base->tid[j] != now->tid[i]; j++)
-			;
-		if (j < base->n)
-			continue;
-		n++;
-		if (used < size) {
-			int len = snprintf(names + used, size - used, "%s%d \"%s\"",
-					   n > 1 ? ", " : "", (int)now->tid[i], now->comm[i]);
-
-			used += len > 0 ? (size_t)len : 0;
-		}
-	}
-	return n;
 }
 
 /* Joined threads leave /proc/self/task shortly after they exit: wait for
  * every thread not in @base to be gone, within a generous bound. */
-static void expect_threads(const struct tids *base, const char *when)
+static void expect_threads(const struct h_tids *base, const char *when)
 {
 	struct timespec ts = { 0, 1000000 };
-	struct tids now;
+	struct h_tids now;
 	char names[512];
 	int i, n = 0;
 
 	for (i = 0; i < (int)(5000 * h_timeout_multiplier()); i++) {
 		snapshot(&now);
-		n = new_threads(base, &now, names, sizeof(names));
+		n = h_tids_new(base, &now, names, sizeof(names));
 		if (n == 0)
 			return;
 		nanosleep(&ts, NULL);
@@ -243,7 +175,7 @@ static void runtime_scenario(unsigned int servers, const struct umcg_worker_attr
 {
 	struct umcg_rt_attr ra;
 	struct umcg_rt *rt = NULL;
-	struct tids base, now;
+	struct h_tids base, now;
 	char names[512];
 	int ret, n;
 
@@ -262,7 +194,7 @@ static void runtime_scenario(unsigned int servers, const struct umcg_worker_attr
 		MUST(umcg_rt_start(rt));
 	}
 	snapshot(&now);
-	n = new_threads(&base, &now, names, sizeof(names));
+	n = h_tids_new(&base, &now, names, sizeof(names));
 	if (n < (int)servers)
 		CHILD_FAIL(
 			"umcg_rt_start returned 0 with %d new thread(s) (%s), expected %u servers",
@@ -316,7 +248,7 @@ static void *register_main(void *arg)
 
 static void first_registration(void)
 {
-	struct tids base;
+	struct h_tids base;
 	pthread_t th;
 
 	snapshot(&base);

@@ -579,13 +579,14 @@ static void *idle_thread(void *arg)
 	return arg;
 }
 
-/* The threads of this process, from /proc/self/task. */
-static int nr_tasks(void)
+/* How many threads not in @base are there now (test_common.h). */
+static int tasks_since(const struct h_tids *base)
 {
-	int n = h_nr_threads();
+	struct h_tids now;
+	char names[256];
 
-	ck_assert_int_ge(n, 1);
-	return n;
+	ck_assert_int_eq(h_tids_snapshot(&now), 0);
+	return h_tids_new(base, &now, names, sizeof(names));
 }
 
 /*
@@ -599,14 +600,15 @@ START_TEST(test_drain_waits_for_threads)
 	const int n = 4;
 	struct umcg_worker *w;
 	struct umcg_rt *rt;
-	int before, i;
+	struct h_tids before;
 	pthread_t th;
+	int i;
 
 	ck_assert_int_eq(pthread_key_create(&tsd_key, tsd_dtor), 0);
 	/* A first thread makes a sanitizer start its own helper thread. */
 	ck_assert_int_eq(pthread_create(&th, NULL, idle_thread, NULL), 0);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
-	before = nr_tasks();
+	ck_assert_int_eq(h_tids_snapshot(&before), 0);
 	rt = rt_start(2, 0);
 	for (i = 0; i < n; i++) {
 		if (_i == 0) {
@@ -624,7 +626,7 @@ START_TEST(test_drain_waits_for_threads)
 	 * shortly before /proc drops its entry: by then it ran its last user
 	 * code. A thread really left behind never goes, and fails here.
 	 */
-	WAIT_UNTIL(nr_tasks() == before);
+	WAIT_UNTIL(tasks_since(&before) == 0);
 }
 END_TEST
 
