@@ -27,7 +27,14 @@
  * default (a worker asleep on a libc lock is seen within 2 ms and frees
  * its server) and with detection off (only the next slice end frees it:
  * the kick interrupts the futex wait, and the worker is parked in the
- * kick handler). 10 s each, the length the issue asks for, times
+ * kick handler). Not the second under ThreadSanitizer: its runtime
+ * defers a signal that arrives while the thread is inside it, so a worker
+ * asleep on one of TSan's own locks (its allocator's, taken in malloc())
+ * does not take the kick; when the holder is a worker parked in its kick
+ * handler on the same server, that server waits for ever (seen once in a
+ * CI run: one server made 28 switches in 10 s). A plain build takes the
+ * kick in the futex wait, and detection, on in the first run, sees the
+ * sleep in every build. 10 s each, the length the issue asks for, times
  * UMCG_STRESS's factor, in every build. Under the sanitizers progress is
  * checked every CK_TIMEOUT_MULTIPLIER seconds rather than every second
  * (3 s under ASan, 5 s under TSan): a sanitized malloc() and fprintf() are
@@ -192,8 +199,13 @@ static Suite *storm_suite(void)
 	/* 10 s of storm and its set-up; Check scales this by
 	 * CK_TIMEOUT_MULTIPLIER, and UMCG_STRESS's factor too. */
 	tcase_set_timeout(tc, 60.0 * h_stress());
-	/* 0: detection at its default; 1: detection off. */
+	/* 0: detection at its default; 1: detection off (not under TSan, see
+	 * the header comment). */
+#ifdef UNDER_TSAN
+	tcase_add_loop_test(tc, test_storm, 0, 1);
+#else
 	tcase_add_loop_test(tc, test_storm, 0, 2);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }
