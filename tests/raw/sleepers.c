@@ -24,8 +24,11 @@
  *   - every sleep and every read wakes on time: at most 10% late, plus the
  *     detection bound where the emulation runs, plus SLACK for the hand
  *     back (the sleeper waits for the spinner's next yield or the slice's
- *     end; 1 ms of both, and scheduling noise of a shared 2-CPU machine;
- *     UMCG_SLEEPERS_SLACK_MS overrides it, for TCG);
+ *     end, 1 ms of both, and for the CPU on a shared 2-CPU machine: a CI
+ *     run beside another test once saw 27 ms). SLACK is 100 ms, not a
+ *     timing target: what this catches, a sleeper held until the spinner
+ *     stops, is late by the rest of the phase (seconds), and a sleep cut
+ *     short is caught above. UMCG_SLEEPERS_SLACK_MS overrides it;
  *   - the spinner runs at least 80% of the phase's wall time: the time
  *     the server had it as its running worker (with one server and both
  *     sleepers asleep almost all the time, it runs only if the sleeps freed
@@ -484,7 +487,7 @@ int main(int argc, char **argv)
 	t_a = full ? 2 * SEC : 200 * MS;
 	t_b = full ? 3 * SEC : 300 * MS;
 	rounds = full ? 5 : 6;
-	slack_ns = (slack ? strtoull(slack, NULL, 10) : 5) * MS;
+	slack_ns = (slack ? strtoull(slack, NULL, 10) : 100) * MS;
 	backend = umcg_backend_active();
 	if (backend < 0)
 		die("no UMCG backend", -backend);
