@@ -17,7 +17,9 @@
 #ifndef UMCG_BENCH_COMMON_H
 #define UMCG_BENCH_COMMON_H
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <linux/futex.h>
 #include <math.h>
@@ -303,6 +305,51 @@ static inline void pin_self(int cpu)
 	ret = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	if (ret)
 		die("pthread_setaffinity_np(%d): %s", cpu, strerror(ret));
+}
+
+/* ---- threads of this process ------------------------------------------------ */
+
+/**
+ * watcher_tid() - the tid of the emulation's detection watcher, found by its
+ * name ("umcg-watch"), or 0 if there is none (yet).
+ */
+static inline pid_t watcher_tid(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[300], comm[32];
+	pid_t tid = 0;
+	ssize_t n;
+	int fd;
+
+	if (!d)
+		return 0;
+	while (!tid && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (n == 11 && !memcmp(comm, "umcg-watch\n", 11))
+			tid = (pid_t)atoi(e->d_name);
+	}
+	closedir(d);
+	return tid;
+}
+
+/** thread_cpu_ns() - thread @tid's CPU time (its scheduler clock), in ns; 0
+ * for tid 0 or a thread that has gone. */
+static inline uint64_t thread_cpu_ns(pid_t tid)
+{
+	clockid_t clk = (clockid_t)((~(unsigned int)tid << 3) | 6);
+	struct timespec ts;
+
+	if (!tid || clock_gettime(clk, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- JSON ------------------------------------------------------------------- */

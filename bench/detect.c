@@ -31,8 +31,6 @@
 #endif
 #include "common.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -193,44 +191,6 @@ static void *idle_worker(void *arg)
 	return NULL;
 }
 
-/* The watcher's tid, or 0 if there is none (yet). */
-static pid_t watcher_tid(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	char path[300], comm[32];
-	pid_t tid = 0;
-	ssize_t n;
-	int fd;
-
-	if (!d)
-		return 0;
-	while (!tid && (e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, comm, sizeof(comm) - 1);
-		close(fd);
-		if (n == 11 && !memcmp(comm, "umcg-watch\n", 11))
-			tid = (pid_t)atoi(e->d_name);
-	}
-	closedir(d);
-	return tid;
-}
-
-static uint64_t thread_cpu(pid_t tid)
-{
-	clockid_t clk = (clockid_t)((~(unsigned int)tid << 3) | 6);
-	struct timespec ts;
-
-	if (!tid || clock_gettime(clk, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t process_cpu(void)
 {
 	struct rusage ru;
@@ -267,11 +227,11 @@ static struct cost run_load(struct umcg_rt *rt, unsigned int busy, uint64_t boun
 	sleep_ns(50 * NSEC_PER_MSEC); /* all started, the watcher too */
 	wt = watcher_tid();
 	t0 = now_ns();
-	c0 = thread_cpu(wt);
+	c0 = thread_cpu_ns(wt);
 	p0 = process_cpu();
 	sleep_ns(opt->window_ns);
 	wall = now_ns() - t0;
-	c.watcher_pct = 100.0 * (double)(thread_cpu(wt) - c0) / (double)wall;
+	c.watcher_pct = 100.0 * (double)(thread_cpu_ns(wt) - c0) / (double)wall;
 	c.process_pct = 100.0 * (double)(process_cpu() - p0) / (double)wall;
 	/* Release: pairs with the workers' acquire loads. */
 	__atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);

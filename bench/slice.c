@@ -61,8 +61,6 @@
 #endif
 #include "common.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -109,17 +107,6 @@ static void busy_loop(struct counter *c, bool pausable)
 
 /* ---- CPU clocks ---------------------------------------------------------------- */
 
-/* A thread's CPU time (its scheduler clock, by tid), in ns; 0 for none. */
-static uint64_t tid_cpu_ns(pid_t tid)
-{
-	clockid_t id = (clockid_t)((~(unsigned int)tid << 3) | 6);
-	struct timespec ts;
-
-	if (!tid || clock_gettime(id, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t clock_cpu_ns(clockid_t id)
 {
 	struct timespec ts;
@@ -127,35 +114,6 @@ static uint64_t clock_cpu_ns(clockid_t id)
 	if (clock_gettime(id, &ts))
 		die("clock_gettime: %s", strerror(errno));
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-/* The emulation's detection watcher, by its name; 0 if there is none. */
-static pid_t watcher_tid(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	pid_t tid = 0;
-
-	if (!d)
-		die("opendir /proc/self/task: %s", strerror(errno));
-	while (!tid && (e = readdir(d))) {
-		char path[300], comm[32];
-		ssize_t len = -1;
-		int fd;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			len = read(fd, comm, sizeof(comm) - 1);
-			close(fd);
-		}
-		if (len == 11 && !memcmp(comm, "umcg-watch\n", 11))
-			tid = (pid_t)atoi(e->d_name);
-	}
-	closedir(d);
-	return tid;
 }
 
 /* ---- windows ------------------------------------------------------------------- */
@@ -173,9 +131,9 @@ struct subject {
 static uint64_t subject_cpu_ns(const struct subject *sj)
 {
 	if (sj->tid)
-		return tid_cpu_ns(sj->tid);
+		return thread_cpu_ns(sj->tid);
 	return clock_cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID) -
-	       tid_cpu_ns(sj->watcher);
+	       thread_cpu_ns(sj->watcher);
 }
 
 struct sample {
