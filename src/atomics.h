@@ -24,6 +24,7 @@
 #define umcg__store(p, v, order) __atomic_store_n((p), (v), (order))
 #define umcg__xchg(p, v, order) __atomic_exchange_n((p), (v), (order))
 #define umcg__fetch_add(p, v, order) __atomic_fetch_add((p), (v), (order))
+#define umcg__fetch_and(p, v, order) __atomic_fetch_and((p), (v), (order))
 #define umcg__fence(order) __atomic_thread_fence(order)
 
 /* Strong compare-and-swap; on failure *@expected is updated. */

@@ -74,6 +74,21 @@
  * the winner of PARKED -> NORMAL pushes the worker, so it is on at most one
  * list or queue at any time.
  *
+ * A second word, `spark`, runs the same machine for <umcg/sync.h> alone
+ * (umcg__sync_park()/umcg__sync_unpark()), so that the sync layer never
+ * takes a permit meant for the program's own umcg_park(), and never
+ * leaves one behind for it. A worker parks on one word at a time (a park
+ * is one call, and a handler cannot park while it is inside one), and the
+ * server holds aside whichever of the two says PARKING.
+ *
+ * Holds: a sync.c waker that will unpark worker W after W can already see
+ * itself woken (and so return, exit and be joined) counts itself in
+ * W->holds before it publishes the wake-up and takes itself out after the
+ * unpark; every path that frees a worker waits for holds == 0 first
+ * (worker_free()). The increment comes while W still waits and so cannot
+ * be freed; the seq_cst decrement orders the whole unpark before the
+ * freer's seq_cst load that sees 0.
+ *
  * Direct handoff (policies with UMCG_POLICY_F_HANDOFF, at most
  * HANDOFF_BUDGET times between two picks of the server, so that workers
  * waiting in its queue lose at most that many turns): a worker C that
@@ -196,7 +211,9 @@ struct umcg_worker {
 	struct umcg_policy_link link;
 	unsigned int server; /* home server; written by servers only */
 	int exiting; /* set by the worker before its last yield */
-	int park; /* PARK_* */
+	int park; /* PARK_*: umcg_park()/umcg_unpark() */
+	int spark; /* PARK_*: the same for <umcg/sync.h> only (sync.c) */
+	int holds; /* wakers of sync.c between a hold and its put */
 	int detach; /* DETACH_* */
 	int done; /* futex: 1 once finished and unregistered */
 	int start_err; /* never ran: what umcg_join() reports */
@@ -247,6 +264,7 @@ struct umcg_rt {
 };
 
 static void reap_zombies(struct umcg_rt *rt, bool block);
+static void worker_free(struct umcg_worker *w);
 
 static __thread struct umcg_worker *cur_worker;
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
@@ -542,7 +560,7 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 {
 	struct umcg_rt *rt = s->rt;
 	struct umcg_task *t, *tmp;
-	int parking = PARK_PARKING;
+	int parking = PARK_PARKING, *pw;
 
 	list = umcg_runnable_sort_oldest(list);
 	umcg_runnable_for_each(t, tmp, list) {
@@ -561,8 +579,9 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 			*exits = w;
 			continue;
 		}
-		if (why != UMCG_ENQ_NEW && umcg__load(&w->park, umcg__seq_cst) == PARK_PARKING) {
-			if (umcg__cas(&w->park, &parking, PARK_PARKED, umcg__seq_cst)) {
+		pw = umcg__load(&w->park, umcg__seq_cst) == PARK_PARKING ? &w->park : &w->spark;
+		if (why != UMCG_ENQ_NEW && umcg__load(pw, umcg__seq_cst) == PARK_PARKING) {
+			if (umcg__cas(pw, &parking, PARK_PARKED, umcg__seq_cst)) {
 				STAT_INC(s->st.yields);
 				continue; /* held aside until unparked */
 			}
@@ -1021,7 +1040,7 @@ static void reap_zombies(struct umcg_rt *rt, bool block)
 			zombie_push(rt, w);
 			continue;
 		}
-		free(w);
+		worker_free(w);
 		live_dec(rt);
 	}
 	errno = saved;
@@ -1239,6 +1258,20 @@ UMCG_API int umcg_spawn(struct umcg_rt *rt, struct umcg_worker **wp,
 	return ret;
 }
 
+/*
+ * Free @w once no sync.c waker holds it (see "Holds"). A holder is a few
+ * instructions from its put; one that was preempted there runs again once
+ * we give up the CPU, which a worker does through its server.
+ */
+static void worker_free(struct umcg_worker *w)
+{
+	while (umcg__load(&w->holds, umcg__seq_cst)) {
+		if (!cur_worker || umcg_yield())
+			sched_yield();
+	}
+	free(w);
+}
+
 /* Sleep in the kernel as a worker: tell the emulation first. */
 static void blocking_wait_word(int *word, int val)
 {
@@ -1260,7 +1293,7 @@ static void reap(struct umcg_worker *w, void **retval)
 	pthread_join(w->thread, NULL);
 	if (hooked)
 		umcg_block_end();
-	free(w);
+	worker_free(w);
 	live_dec(rt);
 }
 
@@ -1313,7 +1346,7 @@ UMCG_API int umcg_join(struct umcg_worker *w, void **retval)
 	err = w->start_err;
 	if (retval && !err)
 		*retval = v;
-	free(w);
+	worker_free(w);
 	live_dec(rt);
 	return err;
 }
@@ -1420,28 +1453,46 @@ UMCG_API int umcg_sleep_for(uint64_t ns)
 	return umcg_sleep_until(ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
 }
 
-UMCG_API int umcg_park(void)
+/* Park the calling worker @w on @word (&w->park or &w->spark). */
+static void park_on(struct umcg_worker *w, int *word)
 {
-	struct umcg_worker *w = cur_worker;
 	int expected = PARK_PERMIT;
 
-	if (!w)
-		return -EPERM;
-	if (!can_switch(w))
-		return -EDEADLK;
-	if (umcg__cas(&w->park, &expected, PARK_NORMAL, umcg__seq_cst))
-		return 0;
-	if (expected != PARK_NORMAL ||
-	    !umcg__cas(&w->park, &expected, PARK_PARKING, umcg__seq_cst)) {
+	if (umcg__cas(word, &expected, PARK_NORMAL, umcg__seq_cst))
+		return;
+	if (expected != PARK_NORMAL || !umcg__cas(word, &expected, PARK_PARKING, umcg__seq_cst)) {
 		/* A permit arrived in between. */
 		expected = PARK_PERMIT;
-		umcg__cas(&w->park, &expected, PARK_NORMAL, umcg__seq_cst);
-		return 0;
+		umcg__cas(word, &expected, PARK_NORMAL, umcg__seq_cst);
+		return;
 	}
 	w->park_ts = clock_ns(w->rt->attr.clock);
 	STAT_INC(w->st.yields);
 	UMCG_TRACE1(park, w->tid);
 	yield_self(w, false);
+}
+
+UMCG_API int umcg_park(void)
+{
+	struct umcg_worker *w = cur_worker;
+
+	if (!w)
+		return -EPERM;
+	if (!can_switch(w))
+		return -EDEADLK;
+	park_on(w, &w->park);
+	return 0;
+}
+
+int umcg__sync_park(void)
+{
+	struct umcg_worker *w = cur_worker;
+
+	if (!w)
+		return -EPERM;
+	if (!can_switch(w))
+		return -EDEADLK;
+	park_on(w, &w->spark);
 	return 0;
 }
 
@@ -1452,33 +1503,32 @@ static bool handoff_ok(struct umcg_rt *rt, struct server *s)
 	       umcg__fetch_add(&s->handoffs_left, -1, umcg__relaxed) > 0;
 }
 
-UMCG_API int umcg_unpark(struct umcg_worker *w)
+/* Unpark @w from @word (&w->park or &w->spark). */
+static int unpark_on(struct umcg_worker *w, int *word)
 {
 	struct umcg_worker *me = cur_worker;
 	bool same_server;
 	struct server *s;
 	int p;
 
-	if (!w)
-		return -EINVAL;
 	if (forked(w->rt))
 		return -ECHILD;
-	p = umcg__load(&w->park, umcg__seq_cst);
+	p = umcg__load(word, umcg__seq_cst);
 	for (;;) {
 		switch (p) {
 		case PARK_PERMIT:
 			return 0;
 		case PARK_NORMAL:
-			if (umcg__cas(&w->park, &p, PARK_PERMIT, umcg__seq_cst))
+			if (umcg__cas(word, &p, PARK_PERMIT, umcg__seq_cst))
 				return 0;
 			continue;
 		case PARK_PARKING:
 			/* Not held aside yet: its server will enqueue it. */
-			if (umcg__cas(&w->park, &p, PARK_NORMAL, umcg__seq_cst))
+			if (umcg__cas(word, &p, PARK_NORMAL, umcg__seq_cst))
 				return 0;
 			continue;
 		case PARK_PARKED:
-			if (umcg__cas(&w->park, &p, PARK_NORMAL, umcg__seq_cst))
+			if (umcg__cas(word, &p, PARK_NORMAL, umcg__seq_cst))
 				goto wake;
 			continue;
 		default:
@@ -1528,6 +1578,29 @@ wake:
 	if (!same_server || umcg__load(&s->overtime, umcg__seq_cst))
 		poke(s);
 	return 0;
+}
+
+UMCG_API int umcg_unpark(struct umcg_worker *w)
+{
+	if (!w)
+		return -EINVAL;
+	return unpark_on(w, &w->park);
+}
+
+int umcg__sync_unpark(struct umcg_worker *w)
+{
+	return unpark_on(w, &w->spark);
+}
+
+void umcg__worker_hold(struct umcg_worker *w)
+{
+	umcg__fetch_add(&w->holds, 1, umcg__relaxed);
+}
+
+void umcg__worker_put(struct umcg_worker *w)
+{
+	/* Pairs with the seq_cst load in worker_free(). */
+	umcg__fetch_add(&w->holds, -1, umcg__seq_cst);
 }
 
 UMCG_API const char *umcg_worker_name(const struct umcg_worker *w)
