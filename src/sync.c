@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sync.c - <umcg/sync.h>: mutexes, condition variables and semaphores.
+ *
+ * Every object is a word or two of state plus a FIFO of waiters, the
+ * waiters' nodes living on their stacks. An internal lock per object
+ * (`lock`, see "The internal lock") guards the FIFO and every change that
+ * must agree with it; the uncontended paths are one atomic operation on
+ * the state word and never take it.
+ *
+ * A waiter (struct waiter) is woken exactly once, by whoever takes its
+ * node off the FIFO under the internal lock: that party then owns the
+ * node and completes the wait for it (hands it the mutex, the unit of the
+ * semaphore, or the signal) before it stores `word` = 1. A runtime worker
+ * waiting without a deadline parks on its second park word (rt_sync.h):
+ * only these wake-ups use that word, so the program's own umcg_park()
+ * permits are never taken or left behind. Everyone else, and every timed
+ * wait, sleeps on `word` with FUTEX_WAIT, inside umcg_block_begin()/_end()
+ * so that a worker's server runs others meanwhile.
+ *
+ * Wake-up of node n (wake()):
+ *	w = n->w                              read before the store: n may be
+ *	                                      gone right after it
+ *	worker:  hold(w); word = 1 (release); sync_unpark(w); put(w)
+ *	thread:  word = 1 (release); FUTEX_WAKE(&word)
+ * The waiter loops until it loads word == 1 (acquire, pairing with the
+ * release store, so it sees everything its waker did before: the owner
+ * field, a unit, the caller's critical section). A worker parks again
+ * while it loads 0: a wake-up on the second word that is not for this
+ * wait (a late unpark of an earlier wait, whose waiter saw word == 1 first
+ * and left) only makes it look once more. A worker can see word == 1 and
+ * run on, exit and be joined while its waker is still inside
+ * sync_unpark(); the hold keeps its memory until the put (runtime.c,
+ * "Holds"). A futex waiter can be gone when FUTEX_WAKE runs: a wake of an
+ * address nobody waits on does nothing.
+ *
+ * Timeouts: a timed waiter whose futex wait times out takes the internal
+ * lock. If its node is still queued, it takes it off and the wait fails
+ * with -ETIMEDOUT (for a mutex it also clears the "waiters" bit if the
+ * FIFO is empty now). If not, a waker has it and is a few instructions
+ * from storing word = 1: it waits for that store, and the wait succeeds.
+ * So a wait either times out having changed nothing, or completes as if
+ * it had been woken before its deadline.
+ *
+ * Mutex: `owner` = tid of the holder | OWNER_WAITERS, 0 when free.
+ *	lock:    CAS 0 -> tid (acquire). Else, under the internal lock: CAS
+ *	         0 -> tid once more, or set OWNER_WAITERS with a CAS on the
+ *	         value seen, queue the node, unlock, wait.
+ *	unlock:  CAS tid -> 0 (release). If OWNER_WAITERS is set that fails:
+ *	         under the internal lock take the oldest node, store owner =
+ *	         its tid (| OWNER_WAITERS if more wait), unlock, wake it.
+ * Invariant: a node is queued only while OWNER_WAITERS is set, and the
+ * bit is set or cleared only under the internal lock; so an unlock whose
+ * CAS succeeded saw no waiters, and one whose CAS failed takes the lock
+ * after the queuer let go and finds its node. Ownership passes to the
+ * woken waiter itself, never through 0, so no newcomer overtakes it.
+ *
+ * Condition variable: a waiter queues its node under the condition's lock
+ * and only then unlocks the mutex, so a signaller that holds the mutex
+ * after that finds the node. signal takes the oldest node, broadcast the
+ * whole FIFO (under the lock), and each then wakes outside the lock. A
+ * woken waiter takes the mutex with umcg_mutex_lock(), as any thread.
+ *
+ * Semaphore: `value` = units available; a waiter queues only when it
+ * sees 0 under the lock, and a post under the lock either hands its unit
+ * to the oldest node (value stays 0) or adds it. The fast paths (a wait
+ * that finds a unit, a trywait) CAS `value` down without the lock; a post
+ * always takes it, which keeps "a queued node means value == 0" true.
+ *
+ * The internal lock: the three-state futex lock of lock.h (FREE, HELD,
+ * CONTENDED), with a short spin before the first sleep. Unlike
+ * umcg__lock, workers do take it, and can be preempted while they hold
+ * it, so a thread that must sleep on it announces the sleep
+ * (umcg_block_begin()) and retakes the lock only once it runs again.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include <umcg/sync.h>
+
+#include "atomics.h"
+#include "rt_sync.h"
+#include "syscall.h"
+
+#define OWNER_WAITERS 0x80000000u
+#define OWNER_TID 0x7fffffffu
+
+#define LOCK_FREE 0u
+#define LOCK_HELD 1u
+#define LOCK_CONTENDED 2u
+#define LOCK_SPINS 100
+
+struct waiter {
+	struct waiter *next, *prev;
+	struct umcg_worker *w; /* parks on its second word; NULL: futex */
+	uint32_t word; /* 0 waiting, 1 woken */
+	uint32_t tid;
+	bool queued; /* on the FIFO; under the object's lock */
+};
+
+/* ---- the calling thread's tid ------------------------------------------ */
+
+static __thread uint32_t self_tid;
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+
+/* In a fork() child the one thread there has a new tid. */
+static void tid_fork_child(void)
+{
+	self_tid = 0;
+}
+
+static void tid_init_once(void)
+{
+	pthread_atfork(NULL, NULL, tid_fork_child);
+}
+
+static uint32_t my_tid(void)
+{
+	if (__builtin_expect(self_tid == 0, 0)) {
+		pthread_once(&tid_once, tid_init_once);
+		self_tid = (uint32_t)umcg__gettid();
+	}
+	return self_tid;
+}
+
+static uint64_t now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the internal lock ------------------------------------------------- */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static void lock_slow(uint32_t *l)
+{
+	uint32_t v;
+	bool hooked;
+	int i;
+
+	for (i = 0; i < LOCK_SPINS; i++) {
+		v = LOCK_FREE;
+		if (umcg__load(l, umcg__relaxed) == LOCK_FREE &&
+		    umcg__cas(l, &v, LOCK_HELD, umcg__acquire))
+			return;
+		cpu_relax();
+	}
+	/* See lock.h for the invariant; the sleep is announced. */
+	while (umcg__xchg(l, LOCK_CONTENDED, umcg__acquire) != LOCK_FREE) {
+		hooked = umcg_block_begin() == 0;
+		umcg__futex_wait(l, LOCK_CONTENDED, NULL, 0);
+		if (hooked)
+			umcg_block_end();
+	}
+}
+
+static inline void lock(uint32_t *l)
+{
+	uint32_t v = LOCK_FREE;
+
+	if (!umcg__cas(l, &v, LOCK_HELD, umcg__acquire))
+		lock_slow(l);
+}
+
+static inline void unlock(uint32_t *l)
+{
+	if (umcg__xchg(l, LOCK_FREE, umcg__release) == LOCK_CONTENDED)
+		umcg__futex_wake(l);
+}
+
+/* ---- the FIFO of waiters (under the object's lock) -------------------- */
+
+static void fifo_push(void **head, void **tail, struct waiter *n)
+{
+	struct waiter *t = *tail;
+
+	n->next = NULL;
+	n->prev = t;
+	if (t)
+		t->next = n;
+	else
+		umcg__store(head, (void *)n, umcg__relaxed);
+	umcg__store(tail, (void *)n, umcg__relaxed);
+	n->queued = true;
+}
+
+static void fifo_unlink(void **head, void **tail, struct waiter *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		umcg__store(head, (void *)n->next, umcg__relaxed);
+	if (n->next)
+		n->next->prev = n->prev;
+	else
+		umcg__store(tail, (void *)n->prev, umcg__relaxed);
+	n->queued = false;
+}
+
+static struct waiter *fifo_pop(void **head, void **tail)
+{
+	struct waiter *n = *head;
+
+	if (n)
+		fifo_unlink(head, tail, n);
+	return n;
+}
+
+/* ---- waiting and waking ------------------------------------------------ */
+
+/* A node for the calling thread; @timed waits always use the futex. */
+static void waiter_init(struct waiter *n, bool timed)
+{
+	n->next = n->prev = NULL;
+	n->w = timed ? NULL : umcg_self();
+	n->word = 0;
+	n->tid = my_tid();
+	n->queued = false;
+}
+
+static void wake(struct waiter *n)
+{
+	struct umcg_worker *w = n->w;
+
+	if (w) {
+		umcg__worker_hold(w);
+		umcg__store(&n->word, 1, umcg__release);
+		umcg__sync_unpark(w);
+		umcg__worker_put(w);
+		return;
+	}
+	umcg__store(&n->word, 1, umcg__release);
+	umcg__futex_wake(&n->word);
+}
+
+/* Sleep on @n's word until it is 1 or @abs passes (NULL: never). */
+static void futex_sleep(struct waiter *n, const struct timespec *abs)
+{
+	bool hooked = umcg_block_begin() == 0;
+
+	while (!umcg__load(&n->word, umcg__acquire)) {
+		if (umcg__futex_wait(&n->word, 0, abs, 0) == -ETIMEDOUT)
+			break;
+	}
+	if (hooked)
+		umcg_block_end();
+}
+
+/*
+ * Wait until @n is woken, or until @deadline if @timed. Return: 0 when
+ * woken; -ETIMEDOUT with @n off the FIFO and the object's lock @l held
+ * (the caller fixes up what depends on the FIFO and unlocks).
+ */
+static int wait_node(struct waiter *n, bool timed, uint64_t deadline, uint32_t *l, void **head,
+		     void **tail)
+{
+	struct timespec ts;
+
+	if (n->w) {
+		while (!umcg__load(&n->word, umcg__acquire)) {
+			/* -EDEADLK: a handler inside a switch, which the
+			 * header rules out; do not wedge the server. */
+			if (umcg__sync_park())
+				sched_yield();
+		}
+		return 0;
+	}
+	ts.tv_sec = (time_t)(deadline / 1000000000ull);
+	ts.tv_nsec = (long)(deadline % 1000000000ull);
+	futex_sleep(n, timed ? &ts : NULL);
+	if (umcg__load(&n->word, umcg__acquire))
+		return 0;
+	lock(l);
+	if (n->queued) {
+		fifo_unlink(head, tail, n);
+		return -ETIMEDOUT;
+	}
+	unlock(l);
+	/* A waker took the node and is about to store 1. */
+	futex_sleep(n, NULL);
+	return 0;
+}
+
+/* ---- mutex ------------------------------------------------------------- */
+
+static bool mutex_ok(const struct umcg_mutex *m)
+{
+	return m && umcg__load(&m->magic, umcg__relaxed) == UMCG_MUTEX_MAGIC_;
+}
+
+UMCG_API int umcg_mutex_init(struct umcg_mutex *m)
+{
+	if (!m)
+		return -EINVAL;
+	m->owner = 0;
+	m->lock = LOCK_FREE;
+	m->spare = 0;
+	m->head = m->tail = NULL;
+	umcg__store(&m->magic, UMCG_MUTEX_MAGIC_, umcg__release);
+	return 0;
+}
+
+static int mutex_lock(struct umcg_mutex *m, bool timed, uint64_t deadline)
+{
+	uint32_t tid, v = 0;
+	struct waiter n;
+	int ret;
+
+	if (!mutex_ok(m))
+		return -EINVAL;
+	tid = my_tid();
+	if (umcg__cas(&m->owner, &v, tid, umcg__acquire))
+		return 0;
+	if ((v & OWNER_TID) == tid)
+		return -EDEADLK;
+	waiter_init(&n, timed);
+	lock(&m->lock);
+	for (;;) {
+		v = umcg__load(&m->owner, umcg__relaxed);
+		if (v == 0) {
+			if (umcg__cas(&m->owner, &v, tid, umcg__acquire)) {
+				unlock(&m->lock);
+				return 0;
+			}
+			continue;
+		}
+		if ((v & OWNER_WAITERS) ||
+		    umcg__cas(&m->owner, &v, v | OWNER_WAITERS, umcg__relaxed))
+			break;
+	}
+	if (timed && now_mono() >= deadline) {
+		if (!m->head)
+			umcg__fetch_and(&m->owner, ~OWNER_WAITERS, umcg__relaxed);
+		unlock(&m->lock);
+		return -ETIMEDOUT;
+	}
+	fifo_push(&m->head, &m->tail, &n);
+	unlock(&m->lock);
+	ret = wait_node(&n, timed, deadline, &m->lock, &m->head, &m->tail);
+	if (ret) {
+		if (!m->head)
+			umcg__fetch_and(&m->owner, ~OWNER_WAITERS, umcg__relaxed);
+		unlock(&m->lock);
+		return ret;
+	}
+	/* The unlocker stored owner = tid before waking us. */
+	return 0;
+}
+
+UMCG_API int umcg_mutex_lock(struct umcg_mutex *m)
+{
+	return mutex_lock(m, false, 0);
+}
+
+UMCG_API int umcg_mutex_timedlock(struct umcg_mutex *m, uint64_t deadline)
+{
+	return mutex_lock(m, true, deadline);
+}
+
+UMCG_API int umcg_mutex_trylock(struct umcg_mutex *m)
+{
+	uint32_t v = 0;
+
+	if (!mutex_ok(m))
+		return -EINVAL;
+	if (umcg__cas(&m->owner, &v, my_tid(), umcg__acquire))
+		return 0;
+	return (v & OWNER_TID) == my_tid() ? -EDEADLK : -EBUSY;
+}
+
+UMCG_API int umcg_mutex_unlock(struct umcg_mutex *m)
+{
+	uint32_t tid, v;
+	struct waiter *n;
+
+	if (!mutex_ok(m))
+		return -EINVAL;
+	tid = my_tid();
+	v = tid;
+	if (umcg__cas(&m->owner, &v, 0, umcg__release))
+		return 0;
+	if ((v & OWNER_TID) != tid)
+		return -EPERM;
+	lock(&m->lock);
+	n = fifo_pop(&m->head, &m->tail);
+	if (n)
+		umcg__store(&m->owner, n->tid | (m->head ? OWNER_WAITERS : 0), umcg__release);
+	else
+		umcg__store(&m->owner, 0, umcg__release);
+	unlock(&m->lock);
+	if (n)
+		wake(n);
+	return 0;
+}
+
+UMCG_API int umcg_mutex_destroy(struct umcg_mutex *m)
+{
+	int ret = 0;
+
+	if (!mutex_ok(m))
+		return -EINVAL;
+	lock(&m->lock);
+	if (umcg__load(&m->owner, umcg__relaxed) || m->head)
+		ret = -EBUSY;
+	else
+		umcg__store(&m->magic, 0, umcg__relaxed);
+	unlock(&m->lock);
+	return ret;
+}
+
+/* ---- condition variable ------------------------------------------------ */
+
+static bool cond_ok(const struct umcg_cond *c)
+{
+	return c && umcg__load(&c->magic, umcg__relaxed) == UMCG_COND_MAGIC_;
+}
+
+UMCG_API int umcg_cond_init(struct umcg_cond *c)
+{
+	if (!c)
+		return -EINVAL;
+	c->lock = LOCK_FREE;
+	c->head = c->tail = NULL;
+	umcg__store(&c->magic, UMCG_COND_MAGIC_, umcg__release);
+	return 0;
+}
+
+static int cond_wait(struct umcg_cond *c, struct umcg_mutex *m, bool timed, uint64_t deadline)
+{
+	struct waiter n;
+	int ret;
+
+	if (!cond_ok(c) || !mutex_ok(m))
+		return -EINVAL;
+	if ((umcg__load(&m->owner, umcg__relaxed) & OWNER_TID) != my_tid())
+		return -EPERM;
+	waiter_init(&n, timed);
+	lock(&c->lock);
+	fifo_push(&c->head, &c->tail, &n);
+	unlock(&c->lock);
+	umcg_mutex_unlock(m);
+	ret = wait_node(&n, timed, deadline, &c->lock, &c->head, &c->tail);
+	if (ret)
+		unlock(&c->lock);
+	umcg_mutex_lock(m);
+	return ret;
+}
+
+UMCG_API int umcg_cond_wait(struct umcg_cond *c, struct umcg_mutex *m)
+{
+	return cond_wait(c, m, false, 0);
+}
+
+UMCG_API int umcg_cond_timedwait(struct umcg_cond *c, struct umcg_mutex *m, uint64_t deadline)
+{
+	return cond_wait(c, m, true, deadline);
+}
+
+/*
+ * Nobody waits on @c: nothing to take the lock for. A waiter queues before
+ * it unlocks its mutex, so a signaller that holds that mutex sees it here
+ * (the mutex orders the two); a waiter that queues after this load is not
+ * owed this signal.
+ */
+static bool cond_idle(struct umcg_cond *c)
+{
+	return !umcg__load(&c->head, umcg__relaxed);
+}
+
+UMCG_API int umcg_cond_signal(struct umcg_cond *c)
+{
+	struct waiter *n;
+
+	if (!cond_ok(c))
+		return -EINVAL;
+	if (cond_idle(c))
+		return 0;
+	lock(&c->lock);
+	n = fifo_pop(&c->head, &c->tail);
+	unlock(&c->lock);
+	if (n)
+		wake(n);
+	return 0;
+}
+
+UMCG_API int umcg_cond_broadcast(struct umcg_cond *c)
+{
+	struct waiter *n, *next;
+
+	if (!cond_ok(c))
+		return -EINVAL;
+	if (cond_idle(c))
+		return 0;
+	lock(&c->lock);
+	n = c->head;
+	for (next = n; next; next = next->next)
+		next->queued = false;
+	umcg__store(&c->head, NULL, umcg__relaxed);
+	umcg__store(&c->tail, NULL, umcg__relaxed);
+	unlock(&c->lock);
+	for (; n; n = next) {
+		next = n->next; /* before the wake-up: @n may be gone after it */
+		wake(n);
+	}
+	return 0;
+}
+
+UMCG_API int umcg_cond_destroy(struct umcg_cond *c)
+{
+	int ret = 0;
+
+	if (!cond_ok(c))
+		return -EINVAL;
+	lock(&c->lock);
+	if (c->head)
+		ret = -EBUSY;
+	else
+		umcg__store(&c->magic, 0, umcg__relaxed);
+	unlock(&c->lock);
+	return ret;
+}
+
+/* ---- semaphore --------------------------------------------------------- */
+
+static bool sem_ok(const struct umcg_sem *s)
+{
+	return s && umcg__load(&s->magic, umcg__relaxed) == UMCG_SEM_MAGIC_;
+}
+
+UMCG_API int umcg_sem_init(struct umcg_sem *s, unsigned int value)
+{
+	if (!s || value > UMCG_SEM_VALUE_MAX)
+		return -EINVAL;
+	s->lock = LOCK_FREE;
+	s->value = value;
+	s->spare = 0;
+	s->head = s->tail = NULL;
+	umcg__store(&s->magic, UMCG_SEM_MAGIC_, umcg__release);
+	return 0;
+}
+
+/* Take a unit if there is one, without the lock. */
+static bool sem_take(struct umcg_sem *s)
+{
+	uint32_t v = umcg__load(&s->value, umcg__relaxed);
+
+	while (v) {
+		if (umcg__cas(&s->value, &v, v - 1, umcg__acquire))
+			return true;
+	}
+	return false;
+}
+
+static int sem_wait(struct umcg_sem *s, bool timed, uint64_t deadline)
+{
+	struct waiter n;
+	int ret;
+
+	if (!sem_ok(s))
+		return -EINVAL;
+	if (sem_take(s))
+		return 0;
+	waiter_init(&n, timed);
+	lock(&s->lock);
+	if (sem_take(s)) {
+		unlock(&s->lock);
+		return 0;
+	}
+	if (timed && now_mono() >= deadline) {
+		unlock(&s->lock);
+		return -ETIMEDOUT;
+	}
+	fifo_push(&s->head, &s->tail, &n);
+	unlock(&s->lock);
+	ret = wait_node(&n, timed, deadline, &s->lock, &s->head, &s->tail);
+	if (ret)
+		unlock(&s->lock);
+	return ret;
+}
+
+UMCG_API int umcg_sem_wait(struct umcg_sem *s)
+{
+	return sem_wait(s, false, 0);
+}
+
+UMCG_API int umcg_sem_timedwait(struct umcg_sem *s, uint64_t deadline)
+{
+	return sem_wait(s, true, deadline);
+}
+
+UMCG_API int umcg_sem_trywait(struct umcg_sem *s)
+{
+	if (!sem_ok(s))
+		return -EINVAL;
+	return sem_take(s) ? 0 : -EAGAIN;
+}
+
+UMCG_API int umcg_sem_post(struct umcg_sem *s)
+{
+	struct waiter *n;
+
+	if (!sem_ok(s))
+		return -EINVAL;
+	lock(&s->lock);
+	n = fifo_pop(&s->head, &s->tail);
+	if (!n) {
+		if (umcg__load(&s->value, umcg__relaxed) >= UMCG_SEM_VALUE_MAX) {
+			unlock(&s->lock);
+			return -EOVERFLOW;
+		}
+		/* Release: pairs with the acquire CAS of sem_take(). */
+		umcg__fetch_add(&s->value, 1, umcg__release);
+	}
+	unlock(&s->lock);
+	if (n)
+		wake(n);
+	return 0;
+}
+
+UMCG_API int umcg_sem_getvalue(struct umcg_sem *s)
+{
+	if (!sem_ok(s))
+		return -EINVAL;
+	return (int)umcg__load(&s->value, umcg__relaxed);
+}
+
+UMCG_API int umcg_sem_destroy(struct umcg_sem *s)
+{
+	int ret = 0;
+
+	if (!sem_ok(s))
+		return -EINVAL;
+	lock(&s->lock);
+	if (s->head)
+		ret = -EBUSY;
+	else
+		umcg__store(&s->magic, 0, umcg__relaxed);
+	unlock(&s->lock);
+	return ret;
+}
