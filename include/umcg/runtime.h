@@ -26,13 +26,13 @@
  * umcg_park() into a yield. Nothing else may be called from a handler.
  *
  * Blocking: a worker that sleeps in the kernel frees its server for others
- * on the kernel backend by itself; on the emulation only blocking that goes
- * through umcg_block_begin()/umcg_block_end() or the wrappers of
- * <umcg/io.h> does. Unannounced blocking on the emulation holds the server
- * until the worker wakes, or at most one timeslice when preemption is on;
- * the preemption's signal then interrupts the call, which restarts if it
- * is an SA_RESTART call such as read(), but makes sleep(), nanosleep(),
- * poll() and epoll_wait() return early.
+ * on the kernel backend by itself; on the emulation, blocking that goes
+ * through umcg_block_begin()/umcg_block_end(), the wrappers of <umcg/io.h>
+ * or libumcg-preload.so does, and detection (umcg_detect_set() in
+ * <umcg/umcg.h>) notices the rest within its bound. With detection off,
+ * unannounced blocking holds the server until the call returns, or until
+ * the next slice end's kick when preemption is on (the README, "Blocking
+ * on the emulation", says which calls a kick interrupts).
  *
  * Undefined behaviour. As in POSIX, these are outside the contract: the
  * library does not detect them, and a program that does them may crash,
