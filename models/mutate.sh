@@ -6,7 +6,7 @@
 #
 #   models/mutate.sh [NAME...]     (default: every mutant)
 #
-# Each mutant is a -D switch of abi.pml or rt.pml, named after the C line
+# Each mutant is a -D switch of abi.pml, rt.pml or sync.pml, named after the C line
 # it mirrors, with the scope and the check that should kill it. A mutant is
 # killed when check.sh finds an error (exit 1). Prints "N of N mutants
 # killed"; exits 1 if any survived or a check could not complete, 77 when
@@ -35,6 +35,10 @@ mutants=(
 	"M_UNPARK_PARKING_STORE|rt 1x3 safety|runtime.c umcg_unpark(): the PARKING -> NORMAL CAS turned into a store"
 	"M_PARKED_STORE|rt 1x3 safety|runtime.c handle_list(): the PARKING -> PARKED CAS turned into a load and a store"
 	"M_RESOLVE_LOADS_SWAPPED|rt 1x3 safety|runtime.c resolve_current(): the loads of state and in_switch swapped"
+	"M_NO_WAITERS_BIT|sync 3x2 safety|sync.c mutex_lock(): the node queued without setting OWNER_WAITERS"
+	"M_UNLOCK_TO_ZERO|sync 3x2 safety|sync.c umcg_mutex_unlock(): owner = 0 and the head woken to retry, not handed the mutex"
+	"M_NO_HOLD|sync 3x2 safety|sync.c wake(): no umcg__worker_hold()/put() around the unpark"
+	"M_TIMEOUT_NO_REQUEUE_CHECK|sync 3x2 safety|sync.c wait_node(): a timed-out waiter fails without looking whether a waker took its node"
 )
 
 if ! command -v spin >/dev/null 2>&1; then
