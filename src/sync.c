@@ -78,6 +78,8 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <umcg/sync.h>
@@ -649,4 +651,500 @@ UMCG_API int umcg_sem_destroy(struct umcg_sem *s)
 		umcg__store(&s->magic, 0, umcg__relaxed);
 	unlock(&s->lock);
 	return ret;
+}
+
+/* ---- channels and select ----------------------------------------------- */
+
+/*
+ * A channel: a ring of `cap` elements of `elem` bytes, and two FIFOs of
+ * waiting operations, senders (only while the ring is full) and receivers
+ * (only while it is empty), all under the channel's internal lock.
+ *
+ * An operation that must wait (a send, a receive, or every operation of a
+ * select) queues one node per operation, all pointing at one `struct
+ * sel` on the waiter's stack. Whoever completes one of them first claims
+ * the sel with a CAS of `claimed` from 0 to the operation's index + 1;
+ * only the claimant moves the data (under that channel's lock, into or out
+ * of the waiter's buffer, which the waiter leaves alone until it is
+ * woken), sets `result`, and wakes the waiter with wake() as above. A
+ * waker that pops a node whose sel is claimed already drops it (that
+ * select ended elsewhere). A waiter whose deadline passes claims its own
+ * sel (0 -> SEL_TIMEOUT): if that CAS wins nobody else will touch its
+ * buffers and it fails with -ETIMEDOUT; if it loses, a claimant is moving
+ * the data, and it waits for the wake-up.
+ *
+ * Before it returns, the waiter takes each of its nodes that is still
+ * queued off its channel, under that channel's lock. A claimant or a
+ * dropper touches a node (and the sel it points to) only under the lock of
+ * the channel it is queued on, so once the waiter has taken each of those
+ * locks after its claim, nobody is left touching its stack, except the
+ * claimant's wake(), which the wake-up protocol covers.
+ *
+ * A select takes the locks of all its channels, in address order (so two
+ * selects, or a select and a send, never wait for each other's locks in a
+ * cycle), polls its operations in a random order (each ready one is as
+ * likely to win), and either completes the first ready one or queues all
+ * its nodes, and only then unlocks. So between its poll and its queueing
+ * no operation of its can become ready unseen, and nobody can claim its
+ * sel before every node is queued. A select never matches its own nodes
+ * (a send and a receive on one channel in one select): they are not
+ * queued yet while it polls.
+ *
+ * Closing wakes every queued node with -EPIPE (claiming each); later sends
+ * fail with -EPIPE, receives drain the ring and then fail with -EPIPE.
+ */
+
+#define SEL_TIMEOUT 0xffffffffu
+#define SELECT_MAX UMCG_CHAN_SELECT_MAX
+
+struct umcg_chan {
+	uint32_t magic;
+	uint32_t lock;
+	uint32_t closed;
+	size_t cap, elem, head, count;
+	void *sendq_head, *sendq_tail;
+	void *recvq_head, *recvq_tail;
+	unsigned char buf[];
+};
+
+struct sel {
+	struct waiter base; /* w, word, tid */
+	uint32_t claimed; /* 0, an operation's index + 1, or SEL_TIMEOUT */
+	int result; /* the claimed operation's: 0 or -EPIPE */
+};
+
+struct cnode {
+	struct cnode *next, *prev;
+	struct sel *sel;
+	struct umcg_chan_op *op;
+	uint32_t idx;
+	bool queued;
+};
+
+#define CHAN_MAGIC 0x6368616eu
+
+static bool chan_ok(const struct umcg_chan *c)
+{
+	return c && umcg__load(&c->magic, umcg__relaxed) == CHAN_MAGIC;
+}
+
+UMCG_API int umcg_chan_create(struct umcg_chan **chp, size_t capacity, size_t elem_size)
+{
+	struct umcg_chan *c;
+	size_t bytes;
+
+	if (!chp)
+		return -EINVAL;
+	if (elem_size && capacity > (SIZE_MAX - sizeof(*c)) / elem_size)
+		return -EINVAL;
+	bytes = sizeof(*c) + capacity * elem_size;
+	c = calloc(1, bytes);
+	if (!c)
+		return -ENOMEM;
+	c->cap = capacity;
+	c->elem = elem_size;
+	umcg__store(&c->magic, CHAN_MAGIC, umcg__release);
+	*chp = c;
+	return 0;
+}
+
+/*
+ * The links are written with release stores although the lock orders every
+ * access the library makes: the suite's queue_len() walks them without the
+ * lock, to see how many wait, and that must not be a data race.
+ */
+static void cq_unlink(void **head, void **tail, struct cnode *n)
+{
+	if (n->prev)
+		umcg__store(&n->prev->next, n->next, umcg__release);
+	else
+		umcg__store(head, (void *)n->next, umcg__release);
+	if (n->next)
+		umcg__store(&n->next->prev, n->prev, umcg__release);
+	else
+		umcg__store(tail, (void *)n->prev, umcg__release);
+	n->queued = false;
+}
+
+static void cq_append(void **head, void **tail, struct cnode *n)
+{
+	struct cnode *t = *tail;
+
+	umcg__store(&n->next, NULL, umcg__release);
+	n->prev = t;
+	if (t)
+		umcg__store(&t->next, n, umcg__release);
+	else
+		umcg__store(head, (void *)n, umcg__release);
+	umcg__store(tail, (void *)n, umcg__release);
+	n->queued = true;
+}
+
+/*
+ * The oldest node of a queue whose select we could claim, claimed for its
+ * operation, and off the queue; NULL if none. Nodes whose select ended
+ * elsewhere are dropped on the way. Under the channel's lock. (Our own
+ * nodes are never on a queue when we look: a select queues them only
+ * after its poll, under all its locks.)
+ */
+static struct cnode *cq_claim(void **head, void **tail)
+{
+	struct cnode *n;
+	uint32_t open;
+
+	while ((n = *head)) {
+		cq_unlink(head, tail, n);
+		open = 0;
+		/* Acquire: the claim orders our copy after the waiter's
+		 * setup of its buffers; see the wake-up for the way back. */
+		if (umcg__cas(&n->sel->claimed, &open, n->idx + 1, umcg__acq_rel))
+			return n;
+	}
+	return NULL;
+}
+
+static void *slot(struct umcg_chan *c, size_t i)
+{
+	return c->buf + ((c->head + i) % c->cap) * c->elem;
+}
+
+static void copy(void *dst, const void *src, size_t len)
+{
+	if (len)
+		memcpy(dst, src, len);
+}
+
+/*
+ * Try operation @op on its channel (locked). Return true if it completed
+ * (op->result set), with *@wake the node to wake after unlocking (or NULL).
+ */
+static bool chan_try(struct umcg_chan *c, struct umcg_chan_op *op, struct cnode **wake)
+{
+	struct cnode *n;
+
+	*wake = NULL;
+	if (op->op == UMCG_CHAN_SEND) {
+		if (c->closed) {
+			op->result = -EPIPE;
+			return true;
+		}
+		n = cq_claim(&c->recvq_head, &c->recvq_tail);
+		if (n) {
+			/* A receiver waits: the ring is empty. */
+			copy(n->op->elem, op->elem, c->elem);
+			n->sel->result = 0;
+			*wake = n;
+			op->result = 0;
+			return true;
+		}
+		if (c->count < c->cap) {
+			copy(slot(c, c->count), op->elem, c->elem);
+			c->count++;
+			op->result = 0;
+			return true;
+		}
+		return false;
+	}
+	if (c->count) {
+		copy(op->elem, slot(c, 0), c->elem);
+		c->head = (c->head + 1) % c->cap;
+		c->count--;
+		/* Room now: the oldest waiting sender fills it. */
+		n = cq_claim(&c->sendq_head, &c->sendq_tail);
+		if (n) {
+			copy(slot(c, c->count), n->op->elem, c->elem);
+			c->count++;
+			n->sel->result = 0;
+			*wake = n;
+		}
+		op->result = 0;
+		return true;
+	}
+	n = cq_claim(&c->sendq_head, &c->sendq_tail);
+	if (n) {
+		/* Unbuffered (or buffered and full: impossible with count 0). */
+		copy(op->elem, n->op->elem, c->elem);
+		n->sel->result = 0;
+		*wake = n;
+		op->result = 0;
+		return true;
+	}
+	if (c->closed) {
+		op->result = -EPIPE;
+		return true;
+	}
+	return false;
+}
+
+static void wake_sel(struct sel *s)
+{
+	wake(&s->base);
+}
+
+static uint32_t sel_rand(void)
+{
+	static __thread uint32_t x;
+
+	if (!x)
+		x = my_tid() * 2654435761u | 1;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return x;
+}
+
+static bool op_ok(const struct umcg_chan_op *op)
+{
+	if (op->op != UMCG_CHAN_SEND && op->op != UMCG_CHAN_RECV)
+		return false;
+	if (!op->chan)
+		return true;
+	return chan_ok(op->chan) && (op->elem || !op->chan->elem);
+}
+
+/* Take @s's nodes that are still queued off their channels. */
+static void sel_unqueue(struct cnode *nodes, struct umcg_chan_op *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct umcg_chan *c = ops[i].chan;
+
+		if (!c || !nodes[i].sel)
+			continue;
+		lock(&c->lock);
+		if (nodes[i].queued) {
+			if (ops[i].op == UMCG_CHAN_SEND)
+				cq_unlink(&c->sendq_head, &c->sendq_tail, &nodes[i]);
+			else
+				cq_unlink(&c->recvq_head, &c->recvq_tail, &nodes[i]);
+		}
+		unlock(&c->lock);
+	}
+}
+
+/* Lock the distinct channels of @ops in address order; return how many. */
+static size_t lock_all(struct umcg_chan_op *ops, size_t n, struct umcg_chan **chans)
+{
+	size_t m = 0, i, j;
+
+	for (i = 0; i < n; i++) {
+		struct umcg_chan *c = ops[i].chan;
+
+		if (!c)
+			continue;
+		for (j = 0; j < m && chans[j] < c; j++)
+			;
+		if (j < m && chans[j] == c)
+			continue;
+		memmove(&chans[j + 1], &chans[j], (m - j) * sizeof(*chans));
+		chans[j] = c;
+		m++;
+	}
+	for (i = 0; i < m; i++)
+		lock(&chans[i]->lock);
+	return m;
+}
+
+static void unlock_all(struct umcg_chan **chans, size_t m)
+{
+	while (m)
+		unlock(&chans[--m]->lock);
+}
+
+/*
+ * The select machine. @deadline: 0 polls (-EAGAIN if nothing is ready),
+ * UMCG_CHAN_FOREVER waits for ever, else until then (-ETIMEDOUT).
+ */
+static int chan_select(struct umcg_chan_op *ops, size_t n, uint64_t deadline)
+{
+	struct umcg_chan *chans[SELECT_MAX];
+	struct cnode nodes[SELECT_MAX], *wk;
+	uint8_t order[SELECT_MAX];
+	bool timed = deadline != UMCG_CHAN_FOREVER;
+	struct timespec ts;
+	struct sel s;
+	uint32_t open;
+	size_t i, j, m;
+
+	if (!ops || n == 0 || n > SELECT_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (!op_ok(&ops[i]))
+			return -EINVAL;
+	/* A random order for the poll (Fisher-Yates). */
+	order[0] = 0;
+	for (i = 1; i < n; i++) {
+		j = sel_rand() % (i + 1);
+		order[i] = order[j];
+		order[j] = (uint8_t)i;
+	}
+	if (n == 1) {
+		/* A plain send or receive: one lock, no sorting. */
+		m = 0;
+		if (ops[0].chan) {
+			chans[0] = ops[0].chan;
+			lock(&chans[0]->lock);
+			m = 1;
+		}
+	} else {
+		m = lock_all(ops, n, chans);
+	}
+	for (i = 0; i < n; i++) {
+		struct umcg_chan_op *op = &ops[order[i]];
+
+		if (op->chan && chan_try(op->chan, op, &wk)) {
+			unlock_all(chans, m);
+			if (wk)
+				wake_sel(wk->sel);
+			return order[i];
+		}
+	}
+	if (deadline == 0 || (timed && now_mono() >= deadline)) {
+		unlock_all(chans, m);
+		return deadline == 0 ? -EAGAIN : -ETIMEDOUT;
+	}
+	waiter_init(&s.base, timed);
+	s.claimed = 0;
+	s.result = 0;
+	for (i = 0; i < n; i++) {
+		struct umcg_chan *c = ops[i].chan;
+
+		nodes[i].sel = c ? &s : NULL;
+		nodes[i].op = &ops[i];
+		nodes[i].idx = (uint32_t)i;
+		nodes[i].queued = false;
+		if (!c)
+			continue;
+		if (ops[i].op == UMCG_CHAN_SEND)
+			cq_append(&c->sendq_head, &c->sendq_tail, &nodes[i]);
+		else
+			cq_append(&c->recvq_head, &c->recvq_tail, &nodes[i]);
+	}
+	unlock_all(chans, m);
+	/* Wait for a claimant, or for the deadline. */
+	if (s.base.w) {
+		while (!umcg__load(&s.base.word, umcg__acquire)) {
+			/* -EDEADLK: a handler inside a switch, which the
+			 * header rules out; do not wedge the server. */
+			if (umcg__sync_park())
+				sched_yield();
+		}
+	} else {
+		ts.tv_sec = (time_t)(deadline / 1000000000ull);
+		ts.tv_nsec = (long)(deadline % 1000000000ull);
+		futex_sleep(&s.base, timed ? &ts : NULL);
+		if (!umcg__load(&s.base.word, umcg__acquire)) {
+			open = 0;
+			if (umcg__cas(&s.claimed, &open, SEL_TIMEOUT, umcg__acq_rel)) {
+				sel_unqueue(nodes, ops, n);
+				return -ETIMEDOUT;
+			}
+			/* A claimant is moving the data: wait for it. */
+			futex_sleep(&s.base, NULL);
+		}
+	}
+	i = umcg__load(&s.claimed, umcg__acquire) - 1;
+	ops[i].result = s.result;
+	nodes[i].sel = NULL;
+	sel_unqueue(nodes, ops, n);
+	return (int)i;
+}
+
+UMCG_API int umcg_chan_select(struct umcg_chan_op *ops, size_t n, uint64_t deadline)
+{
+	return chan_select(ops, n, deadline);
+}
+
+/* One operation through the select machine. */
+static int chan_one(struct umcg_chan *c, int what, void *elem, uint64_t deadline)
+{
+	struct umcg_chan_op op = { .chan = c, .op = what, .elem = elem };
+	int ret;
+
+	if (!chan_ok(c))
+		return -EINVAL;
+	ret = chan_select(&op, 1, deadline);
+	return ret < 0 ? ret : op.result;
+}
+
+UMCG_API int umcg_chan_send(struct umcg_chan *c, const void *elem)
+{
+	return chan_one(c, UMCG_CHAN_SEND, (void *)elem, UMCG_CHAN_FOREVER);
+}
+
+UMCG_API int umcg_chan_recv(struct umcg_chan *c, void *elem)
+{
+	return chan_one(c, UMCG_CHAN_RECV, elem, UMCG_CHAN_FOREVER);
+}
+
+UMCG_API int umcg_chan_try_send(struct umcg_chan *c, const void *elem)
+{
+	return chan_one(c, UMCG_CHAN_SEND, (void *)elem, 0);
+}
+
+UMCG_API int umcg_chan_try_recv(struct umcg_chan *c, void *elem)
+{
+	return chan_one(c, UMCG_CHAN_RECV, elem, 0);
+}
+
+/* A timed operation whose deadline has passed still tries once; a deadline
+ * of 0 is such a deadline, not a poll: -ETIMEDOUT, as for every timed call. */
+static uint64_t timed_deadline(uint64_t deadline)
+{
+	if (deadline == 0)
+		return 1;
+	return deadline == UMCG_CHAN_FOREVER ? UMCG_CHAN_FOREVER - 1 : deadline;
+}
+
+UMCG_API int umcg_chan_timed_send(struct umcg_chan *c, const void *elem, uint64_t deadline)
+{
+	return chan_one(c, UMCG_CHAN_SEND, (void *)elem, timed_deadline(deadline));
+}
+
+UMCG_API int umcg_chan_timed_recv(struct umcg_chan *c, void *elem, uint64_t deadline)
+{
+	return chan_one(c, UMCG_CHAN_RECV, elem, timed_deadline(deadline));
+}
+
+UMCG_API int umcg_chan_close(struct umcg_chan *c)
+{
+	struct cnode *n, *list = NULL;
+
+	if (!chan_ok(c))
+		return -EINVAL;
+	lock(&c->lock);
+	if (c->closed) {
+		unlock(&c->lock);
+		return -EPIPE;
+	}
+	c->closed = 1;
+	/* Claim every waiter; wake them once the lock is down. The nodes'
+	 * `prev` links the list: each claimed node is ours alone. */
+	while ((n = cq_claim(&c->recvq_head, &c->recvq_tail)) ||
+	       (n = cq_claim(&c->sendq_head, &c->sendq_tail))) {
+		n->sel->result = -EPIPE;
+		n->prev = list;
+		list = n;
+	}
+	unlock(&c->lock);
+	while (list) {
+		n = list;
+		list = n->prev; /* before the wake-up: @n may be gone after it */
+		wake_sel(n->sel);
+	}
+	return 0;
+}
+
+UMCG_API int umcg_chan_destroy(struct umcg_chan *c)
+{
+	if (!chan_ok(c))
+		return -EINVAL;
+	lock(&c->lock);
+	if (c->sendq_head || c->recvq_head) {
+		unlock(&c->lock);
+		return -EBUSY;
+	}
+	umcg__store(&c->magic, 0, umcg__relaxed);
+	unlock(&c->lock);
+	free(c);
+	return 0;
 }

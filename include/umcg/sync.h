@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * umcg/sync.h - mutexes, condition variables and semaphores that park the
- * waiting worker, not its thread.
+ * umcg/sync.h - mutexes, condition variables, semaphores and channels that
+ * park the waiting worker, not its thread.
  *
- * The objects follow pthread's (pthread_mutex_t, pthread_cond_t, sem_t),
- * with these differences:
+ * The objects follow pthread's (pthread_mutex_t, pthread_cond_t, sem_t);
+ * channels and select follow Go's. The differences:
  *
  *  - A runtime worker (umcg_spawn()) that has to wait parks: it leaves its
  *    server, which runs others, and the worker that wakes it makes it
@@ -17,7 +17,8 @@
  *    object. A raw-ABI worker of the emulation announces that sleep
  *    (umcg_block_begin()), so its server runs others meanwhile.
  *  - A timed wait (umcg_mutex_timedlock(), umcg_cond_timedwait(),
- *    umcg_sem_timedwait()) sleeps on the futex in every thread, a runtime
+ *    umcg_sem_timedwait(), the timed channel calls, a select with a
+ *    deadline) sleeps on the futex in every thread, a runtime
  *    worker included, inside umcg_block_begin()/umcg_block_end(): its
  *    server runs others meanwhile, but the wake-up is a kernel one, and the
  *    worker then queues on its server like any worker back from blocking.
@@ -42,10 +43,13 @@
  *              mutex, that the caller does not hold;
  *  -EDEADLK    a lock (also a trylock) by the mutex's owner;
  *  -EBUSY      trylock of a mutex another thread holds; destroy of a mutex
- *              that is held or has waiters, of a condition variable or a
- *              semaphore with waiters;
+ *              that is held or has waiters, of a condition variable, a
+ *              semaphore or a channel with waiters;
  *  -ETIMEDOUT  a timed wait past its deadline;
- *  -EAGAIN     a semaphore's trywait with the value 0;
+ *  -EAGAIN     a semaphore's trywait with the value 0, a channel's try
+ *              call or a polling select that would wait;
+ *  -EPIPE      a send on a closed channel, a receive on a closed, empty
+ *              one;
  *  -EOVERFLOW  a post past UMCG_SEM_VALUE_MAX.
  * An object must be initialised (UMCG_*_INIT or umcg_*_init()) before any
  * other use; a program that uses memory that never held one as such is
@@ -78,8 +82,7 @@
  * or give the holders the waiters' priority.
  *
  * Not async-signal-safe: none of these may be called from a signal
- * handler. A thread may not wait on an object while it holds that
- * object's internal lock, which only these calls take.
+ * handler.
  *
  * fork(): a child gets the objects as they were; only the forking thread
  * runs there, so objects that other threads held or waited on stay so.
@@ -288,6 +291,128 @@ UMCG_API int umcg_sem_getvalue(struct umcg_sem *sem);
  * Context: any thread.
  */
 UMCG_API int umcg_sem_destroy(struct umcg_sem *sem);
+
+/*
+ * Channels. A channel carries elements of a fixed size, copied in and out.
+ * With a capacity of 0 it is a rendezvous: a send waits for a receiver and
+ * the element passes straight from one to the other. Otherwise up to
+ * capacity elements wait in the channel, in order. Waiting senders and
+ * receivers are served FIFO; a select polls its ready operations in a
+ * random order, so none of them starves.
+ *
+ * Closing: sends on a closed channel return -EPIPE; receives drain what is
+ * left, then return -EPIPE; waiters at the close return -EPIPE.
+ */
+struct umcg_chan;
+
+/** UMCG_CHAN_SEND, UMCG_CHAN_RECV - what an operation of umcg_chan_select() does. */
+#define UMCG_CHAN_SEND 1
+#define UMCG_CHAN_RECV 2
+/** UMCG_CHAN_FOREVER - a deadline that never comes. */
+#define UMCG_CHAN_FOREVER UINT64_MAX
+/** UMCG_CHAN_SELECT_MAX - the most operations one select takes. */
+#define UMCG_CHAN_SELECT_MAX 64
+
+/**
+ * struct umcg_chan_op - one operation of umcg_chan_select().
+ * @chan: the channel; NULL makes the operation never ready (as a nil
+ *	channel in Go), to switch it off without reshaping the array.
+ * @op: UMCG_CHAN_SEND or UMCG_CHAN_RECV.
+ * @elem: the element to send, or where to receive one (may be NULL only
+ *	for elements of size 0).
+ * @result: out, for the operation that completed: 0, or -EPIPE if its
+ *	channel is closed (a send, or a receive of a closed, empty channel).
+ */
+struct umcg_chan_op {
+	struct umcg_chan *chan;
+	int op;
+	void *elem;
+	int result;
+};
+
+/**
+ * umcg_chan_create() - a new channel of @capacity elements of @elem_size
+ * bytes each, in *@ch.
+ * Return: 0; -EINVAL (NULL @ch, a size that overflows); -ENOMEM.
+ * Context: any thread.
+ */
+UMCG_API int umcg_chan_create(struct umcg_chan **ch, size_t capacity, size_t elem_size);
+
+/**
+ * umcg_chan_send() - copy *@elem into @ch, waiting for room (or, with
+ * capacity 0, for a receiver).
+ * Return: 0; -EPIPE if @ch is closed (also while waiting); -EINVAL.
+ * Context: any thread.
+ */
+UMCG_API int umcg_chan_send(struct umcg_chan *ch, const void *elem);
+
+/**
+ * umcg_chan_recv() - take the oldest element of @ch into *@elem, waiting
+ * for one.
+ * Return: 0; -EPIPE if @ch is closed and empty (also while waiting);
+ *  -EINVAL.
+ * Context: any thread.
+ */
+UMCG_API int umcg_chan_recv(struct umcg_chan *ch, void *elem);
+
+/**
+ * umcg_chan_try_send() - umcg_chan_send() only if it need not wait.
+ * Return: 0; -EAGAIN if it would wait; -EPIPE; -EINVAL.
+ */
+UMCG_API int umcg_chan_try_send(struct umcg_chan *ch, const void *elem);
+
+/**
+ * umcg_chan_try_recv() - umcg_chan_recv() only if it need not wait.
+ * Return: 0; -EAGAIN if it would wait; -EPIPE; -EINVAL.
+ */
+UMCG_API int umcg_chan_try_recv(struct umcg_chan *ch, void *elem);
+
+/**
+ * umcg_chan_timed_send() - umcg_chan_send() until @deadline at the latest.
+ * @deadline: absolute CLOCK_MONOTONIC time in ns; one already past tries once.
+ * Return: 0; -ETIMEDOUT; -EPIPE; -EINVAL.
+ */
+UMCG_API int umcg_chan_timed_send(struct umcg_chan *ch, const void *elem, uint64_t deadline);
+
+/**
+ * umcg_chan_timed_recv() - umcg_chan_recv() until @deadline at the latest.
+ * Return: 0; -ETIMEDOUT; -EPIPE; -EINVAL.
+ */
+UMCG_API int umcg_chan_timed_recv(struct umcg_chan *ch, void *elem, uint64_t deadline);
+
+/**
+ * umcg_chan_close() - close @ch: no more sends; every waiter returns -EPIPE.
+ * Return: 0; -EPIPE if it was closed already; -EINVAL.
+ * Context: any thread.
+ */
+UMCG_API int umcg_chan_close(struct umcg_chan *ch);
+
+/**
+ * umcg_chan_destroy() - free @ch (closed or not; elements left in it go).
+ * Return: 0; -EBUSY if somebody waits on it (nothing changes); -EINVAL.
+ * Context: any thread, once nobody else uses @ch.
+ */
+UMCG_API int umcg_chan_destroy(struct umcg_chan *ch);
+
+/**
+ * umcg_chan_select() - complete exactly one of @n operations, waiting until
+ * one can complete.
+ * @ops: the operations, 1 to UMCG_CHAN_SELECT_MAX of them; they may name
+ *	one channel more than once.
+ * @deadline: 0 to poll (never wait), UMCG_CHAN_FOREVER for no deadline,
+ *	else an absolute CLOCK_MONOTONIC time in ns.
+ *
+ * Of the operations ready when it looks, a random one completes; if none
+ * is, the call waits on all of them and the first that becomes ready
+ * completes. Exactly one operation completes, or none with an error.
+ *
+ * Return: the index of the operation that completed, its outcome in its
+ *  @result (0, or -EPIPE); -EAGAIN when polling and nothing is ready;
+ *  -ETIMEDOUT; -EINVAL (NULL @ops, @n 0 or too large, a bad @op, a
+ *  channel not created or destroyed, a NULL @elem for a non-empty element).
+ * Context: any thread.
+ */
+UMCG_API int umcg_chan_select(struct umcg_chan_op *ops, size_t n, uint64_t deadline);
 
 #ifdef __cplusplus
 }

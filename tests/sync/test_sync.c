@@ -3,9 +3,10 @@
  * test_sync.c - <umcg/sync.h>: misuse of every call, the mutex's FIFO
  * order, waits that park the worker and not its server, timeouts, the
  * program's own park permits left alone, waiters freed right after their
- * wake-up, and stress with workers of several servers and plain threads
- * on the same objects, cooperative and with 50 us slices, under the
- * lost-wake-up watchdog.
+ * wake-up, channels (rendezvous, close with waiters, select: fairness,
+ * waiting on several, deadlines, never matching itself), and stress with
+ * workers of several servers and plain threads on the same objects,
+ * cooperative and with 50 us slices, under the lost-wake-up watchdog.
  *
  * Each test runs in its own process (Check's fork mode). Workers test hot
  * loops with EXPECT (a plain `if`), and wait by yielding (YIELD_UNTIL) or
@@ -637,6 +638,518 @@ START_TEST(test_broadcast)
 }
 END_TEST
 
+/* ==== channels ============================================================ */
+
+START_TEST(test_chan_misuse)
+{
+	struct umcg_chan *c = NULL, *z = NULL;
+	struct umcg_chan_op ops[UMCG_CHAN_SELECT_MAX + 1];
+	uint64_t past = h_now(CLOCK_MONOTONIC);
+	int v = 7, r = 0;
+
+	errno = 99;
+	ck_assert_int_eq(umcg_chan_create(NULL, 1, 4), -EINVAL);
+	ck_assert_int_eq(umcg_chan_create(&c, SIZE_MAX / 2, 4), -EINVAL);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(umcg_chan_send(NULL, &v), -EINVAL);
+	ck_assert_int_eq(umcg_chan_recv(NULL, &v), -EINVAL);
+	ck_assert_int_eq(umcg_chan_try_send(NULL, &v), -EINVAL);
+	ck_assert_int_eq(umcg_chan_try_recv(NULL, &v), -EINVAL);
+	ck_assert_int_eq(umcg_chan_timed_send(NULL, &v, past), -EINVAL);
+	ck_assert_int_eq(umcg_chan_timed_recv(NULL, &v, past), -EINVAL);
+	ck_assert_int_eq(umcg_chan_close(NULL), -EINVAL);
+	ck_assert_int_eq(umcg_chan_destroy(NULL), -EINVAL);
+	ck_assert_int_eq(umcg_chan_select(NULL, 1, 0), -EINVAL);
+
+	ck_assert_int_eq(umcg_chan_create(&c, 1, sizeof(int)), 0);
+	ck_assert_int_eq(umcg_chan_send(c, NULL), -EINVAL);
+	ck_assert_int_eq(umcg_chan_recv(c, NULL), -EINVAL);
+	memset(ops, 0, sizeof(ops));
+	ck_assert_int_eq(umcg_chan_select(ops, 0, 0), -EINVAL);
+	ops[0] = (struct umcg_chan_op){ .chan = c, .op = 3, .elem = &v };
+	ck_assert_int_eq(umcg_chan_select(ops, 1, 0), -EINVAL);
+	for (int i = 0; i <= UMCG_CHAN_SELECT_MAX; i++)
+		ops[i] = (struct umcg_chan_op){ .chan = c, .op = UMCG_CHAN_RECV, .elem = &r };
+	ck_assert_int_eq(umcg_chan_select(ops, UMCG_CHAN_SELECT_MAX + 1, 0), -EINVAL);
+	/* 64 receives of an empty channel: nothing ready. */
+	ck_assert_int_eq(umcg_chan_select(ops, UMCG_CHAN_SELECT_MAX, 0), -EAGAIN);
+	ck_assert_int_eq(umcg_chan_select(ops, 2, past), -ETIMEDOUT);
+	/* Only NULL channels: never ready. */
+	ops[0].chan = NULL;
+	ck_assert_int_eq(umcg_chan_select(ops, 1, 0), -EAGAIN);
+
+	ck_assert_int_eq(umcg_chan_try_recv(c, &r), -EAGAIN);
+	ck_assert_int_eq(umcg_chan_timed_recv(c, &r, past), -ETIMEDOUT);
+	ck_assert_int_eq(umcg_chan_timed_recv(c, &r, 0), -ETIMEDOUT);
+	ck_assert_int_eq(umcg_chan_timed_recv(c, &r, h_now(CLOCK_MONOTONIC) + MS), -ETIMEDOUT);
+	ck_assert_int_eq(umcg_chan_try_send(c, &v), 0);
+	ck_assert_int_eq(umcg_chan_try_send(c, &v), -EAGAIN);
+	ck_assert_int_eq(umcg_chan_timed_send(c, &v, h_now(CLOCK_MONOTONIC) + MS), -ETIMEDOUT);
+	ck_assert_int_eq(umcg_chan_close(c), 0);
+	ck_assert_int_eq(umcg_chan_close(c), -EPIPE);
+	ck_assert_int_eq(umcg_chan_send(c, &v), -EPIPE);
+	ck_assert_int_eq(umcg_chan_try_send(c, &v), -EPIPE);
+	/* What was sent before the close is still there. */
+	ck_assert_int_eq(umcg_chan_recv(c, &r), 0);
+	ck_assert_int_eq(r, 7);
+	ck_assert_int_eq(umcg_chan_recv(c, &r), -EPIPE);
+	ck_assert_int_eq(umcg_chan_try_recv(c, &r), -EPIPE);
+	ck_assert_int_eq(umcg_chan_destroy(c), 0);
+
+	/* Elements of size 0 need no buffer. */
+	ck_assert_int_eq(umcg_chan_create(&z, 2, 0), 0);
+	ck_assert_int_eq(umcg_chan_send(z, NULL), 0);
+	ck_assert_int_eq(umcg_chan_recv(z, NULL), 0);
+	ck_assert_int_eq(umcg_chan_destroy(z), 0);
+	ck_assert_int_eq(errno, 99);
+}
+END_TEST
+
+/* A rendezvous between a worker and a plain thread, both ways. */
+static struct umcg_chan *rv_ping, *rv_pong;
+
+static void *rv_echo(void *arg)
+{
+	unsigned long n = (unsigned long)(uintptr_t)arg, v;
+
+	for (unsigned long i = 0; i < n; i++) {
+		EXPECT(umcg_chan_recv(rv_ping, &v) == 0, "recv");
+		EXPECT(v == i, "rendezvous: got %lu, want %lu", v, i);
+		v = ~v;
+		EXPECT(umcg_chan_send(rv_pong, &v) == 0, "send");
+	}
+	return NULL;
+}
+
+/* _i: 0 worker echoes for a thread; 1 thread echoes for a worker; 2 two
+ * workers of one server. */
+static void *rv_driver(void *arg)
+{
+	unsigned long n = (unsigned long)(uintptr_t)arg, v;
+
+	for (unsigned long i = 0; i < n; i++) {
+		v = i;
+		EXPECT(umcg_chan_send(rv_ping, &v) == 0, "send");
+		EXPECT(umcg_chan_recv(rv_pong, &v) == 0, "recv");
+		EXPECT(v == ~i, "echo: got %lx", v);
+	}
+	return NULL;
+}
+
+START_TEST(test_chan_rendezvous)
+{
+	struct umcg_rt *rt = rt_start(_i == 2 ? 1 : 0, 0);
+	unsigned long n = 2000 * h_stress();
+	struct umcg_worker *w1, *w2 = NULL;
+	pthread_t th = 0;
+
+	ck_assert_int_eq(umcg_chan_create(&rv_ping, 0, sizeof(unsigned long)), 0);
+	ck_assert_int_eq(umcg_chan_create(&rv_pong, 0, sizeof(unsigned long)), 0);
+	ck_assert_int_eq(
+		umcg_spawn(rt, &w1, NULL, _i == 1 ? rv_driver : rv_echo, (void *)(uintptr_t)n), 0);
+	if (_i == 2)
+		ck_assert_int_eq(umcg_spawn(rt, &w2, NULL, rv_driver, (void *)(uintptr_t)n), 0);
+	else
+		th = h_thread(_i == 1 ? rv_echo : rv_driver, (void *)(uintptr_t)n);
+	ck_assert_int_eq(umcg_join(w1, NULL), 0);
+	if (w2)
+		ck_assert_int_eq(umcg_join(w2, NULL), 0);
+	else
+		h_join(th);
+	ck_assert_int_eq(umcg_chan_destroy(rv_ping), 0);
+	ck_assert_int_eq(umcg_chan_destroy(rv_pong), 0);
+	rt_end(rt);
+}
+END_TEST
+
+/* ---- close while senders and receivers wait ------------------------- */
+
+static struct umcg_chan *cl_chan;
+static atomic_int cl_epipe, cl_other;
+
+static void *cl_receiver(void *arg)
+{
+	int v;
+
+	(void)arg;
+	if (umcg_chan_recv(cl_chan, &v) == -EPIPE)
+		atomic_fetch_add(&cl_epipe, 1);
+	else
+		atomic_fetch_add(&cl_other, 1);
+	return NULL;
+}
+
+static void *cl_sender(void *arg)
+{
+	int v = 1;
+
+	(void)arg;
+	if (umcg_chan_send(cl_chan, &v) == -EPIPE)
+		atomic_fetch_add(&cl_epipe, 1);
+	else
+		atomic_fetch_add(&cl_other, 1);
+	return NULL;
+}
+
+static size_t queue_len(void *const *headp)
+{
+	size_t n = 0;
+
+	/* The node's first member is its next pointer (sync.c). */
+	for (void *p = QPEEK(*headp); p; p = __atomic_load_n((void *const *)p, __ATOMIC_ACQUIRE))
+		n++;
+	return n;
+}
+
+/* The channel's layout up to its queues, as sync.c has it. */
+struct chan_peek {
+	uint32_t magic, lock, closed;
+	size_t cap, elem, head, count;
+	void *sendq_head, *sendq_tail, *recvq_head, *recvq_tail;
+};
+
+/* _i: 0 receivers on an empty rendezvous channel, 1 senders on a full
+ * buffered one. Half workers (one per CPU's server), half threads. */
+START_TEST(test_chan_close_wakes)
+{
+	struct umcg_rt *rt = rt_start(0, 0);
+	struct umcg_worker *w[8];
+	pthread_t th[8];
+	struct chan_peek *pk;
+	int i, v = 0;
+
+	ck_assert_int_eq(umcg_chan_create(&cl_chan, _i ? 2 : 0, sizeof(int)), 0);
+	pk = (struct chan_peek *)(void *)cl_chan;
+	if (_i) {
+		ck_assert_int_eq(umcg_chan_send(cl_chan, &v), 0);
+		ck_assert_int_eq(umcg_chan_send(cl_chan, &v), 0);
+	}
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(umcg_spawn(rt, &w[i], NULL, _i ? cl_sender : cl_receiver, NULL),
+				 0);
+		th[i] = h_thread(_i ? cl_sender : cl_receiver, NULL);
+	}
+	WAIT_UNTIL(queue_len(_i ? &pk->sendq_head : &pk->recvq_head) == 16);
+	ck_assert_int_eq(umcg_chan_destroy(cl_chan), -EBUSY);
+	ck_assert_int_eq(umcg_chan_close(cl_chan), 0);
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(umcg_join(w[i], NULL), 0);
+		h_join(th[i]);
+	}
+	ck_assert_int_eq(LOAD(&cl_epipe), 16);
+	ck_assert_int_eq(LOAD(&cl_other), 0);
+	if (_i) {
+		/* The two sent before the close are still there. */
+		ck_assert_int_eq(umcg_chan_recv(cl_chan, &v), 0);
+		ck_assert_int_eq(umcg_chan_recv(cl_chan, &v), 0);
+	}
+	ck_assert_int_eq(umcg_chan_recv(cl_chan, &v), -EPIPE);
+	ck_assert_int_eq(umcg_chan_destroy(cl_chan), 0);
+	rt_end(rt);
+}
+END_TEST
+
+/* ---- select ------------------------------------------------------------ */
+
+/* Two channels always ready: each is picked about half the time. The
+ * bound (40 % of 10000) is about 20 standard deviations from the mean. */
+START_TEST(test_select_fair)
+{
+	struct umcg_chan *a, *b;
+	struct umcg_chan_op ops[2];
+	unsigned long n = 10000, hits[2] = { 0, 0 };
+	int v = 1, r, i;
+
+	ck_assert_int_eq(umcg_chan_create(&a, 4, sizeof(int)), 0);
+	ck_assert_int_eq(umcg_chan_create(&b, 4, sizeof(int)), 0);
+	ck_assert_int_eq(umcg_chan_send(a, &v), 0);
+	ck_assert_int_eq(umcg_chan_send(b, &v), 0);
+	for (unsigned long k = 0; k < n; k++) {
+		ops[0] = (struct umcg_chan_op){ .chan = a, .op = UMCG_CHAN_RECV, .elem = &r };
+		ops[1] = (struct umcg_chan_op){ .chan = b, .op = UMCG_CHAN_RECV, .elem = &r };
+		i = umcg_chan_select(ops, 2, 0);
+		ck_assert(i == 0 || i == 1);
+		ck_assert_int_eq(ops[i].result, 0);
+		hits[i]++;
+		/* Put it back: both stay ready. */
+		ck_assert_int_eq(umcg_chan_send(i ? b : a, &v), 0);
+	}
+	ck_assert_uint_ge(hits[0], n * 4 / 10);
+	ck_assert_uint_ge(hits[1], n * 4 / 10);
+	ck_assert_int_eq(umcg_chan_destroy(a), 0);
+	ck_assert_int_eq(umcg_chan_destroy(b), 0);
+}
+END_TEST
+
+static struct umcg_chan *sw_a, *sw_b, *sw_c;
+static atomic_int sw_ret, sw_val, sw_queued;
+
+/* Waits on a receive of A, a receive of B and a send on C (full). */
+static void *sw_waiter(void *arg)
+{
+	struct umcg_chan_op ops[3];
+	int ra = 0, rb = 0, vc = 5;
+	uint64_t dl = (uint64_t)(uintptr_t)arg;
+
+	ops[0] = (struct umcg_chan_op){ .chan = sw_a, .op = UMCG_CHAN_RECV, .elem = &ra };
+	ops[1] = (struct umcg_chan_op){ .chan = sw_b, .op = UMCG_CHAN_RECV, .elem = &rb };
+	ops[2] = (struct umcg_chan_op){ .chan = sw_c, .op = UMCG_CHAN_SEND, .elem = &vc };
+	STORE(&sw_queued, 1);
+	STORE(&sw_ret,
+	      umcg_chan_select(ops, 3, dl ? h_now(CLOCK_MONOTONIC) + dl : UMCG_CHAN_FOREVER));
+	STORE(&sw_val, rb);
+	return NULL;
+}
+
+/* _i: 0 worker, 1 plain thread; 2 and 3 the same with a 2 ms deadline
+ * that passes. The loser nodes come off their channels: destroying all
+ * three works afterwards. */
+START_TEST(test_select_waits)
+{
+	struct umcg_rt *rt = rt_start(1, 0);
+	bool timed = _i >= 2, worker = _i % 2 == 0;
+	struct umcg_worker *w = NULL;
+	pthread_t th = 0;
+	void *arg = (void *)(uintptr_t)(timed ? 2 * MS : 0);
+	struct chan_peek *pa, *pb, *pc;
+	int v = 42;
+
+	ck_assert_int_eq(umcg_chan_create(&sw_a, 0, sizeof(int)), 0);
+	ck_assert_int_eq(umcg_chan_create(&sw_b, 1, sizeof(int)), 0);
+	ck_assert_int_eq(umcg_chan_create(&sw_c, 1, sizeof(int)), 0);
+	ck_assert_int_eq(umcg_chan_send(sw_c, &v), 0); /* C is full */
+	pa = (struct chan_peek *)(void *)sw_a;
+	pb = (struct chan_peek *)(void *)sw_b;
+	pc = (struct chan_peek *)(void *)sw_c;
+	STORE(&sw_ret, 1000);
+	if (worker)
+		ck_assert_int_eq(umcg_spawn(rt, &w, NULL, sw_waiter, arg), 0);
+	else
+		th = h_thread(sw_waiter, arg);
+	if (!timed) {
+		WAIT_UNTIL(queue_len(&pa->recvq_head) == 1 && queue_len(&pb->recvq_head) == 1 &&
+			   queue_len(&pc->sendq_head) == 1);
+		ck_assert_int_eq(umcg_chan_send(sw_b, &v), 0);
+	}
+	if (worker)
+		ck_assert_int_eq(umcg_join(w, NULL), 0);
+	else
+		h_join(th);
+	if (timed) {
+		ck_assert_int_eq(LOAD(&sw_ret), -ETIMEDOUT);
+	} else {
+		ck_assert_int_eq(LOAD(&sw_ret), 1);
+		ck_assert_int_eq(LOAD(&sw_val), 42);
+	}
+	ck_assert_uint_eq(queue_len(&pa->recvq_head), 0);
+	ck_assert_uint_eq(queue_len(&pb->recvq_head), 0);
+	ck_assert_uint_eq(queue_len(&pc->sendq_head), 0);
+	/* The send on C never happened: its element is still the first. */
+	ck_assert_int_eq(umcg_chan_try_recv(sw_c, &v), 0);
+	ck_assert_int_eq(v, 42);
+	ck_assert_int_eq(umcg_chan_try_recv(sw_c, &v), -EAGAIN);
+	ck_assert_int_eq(umcg_chan_destroy(sw_a), 0);
+	ck_assert_int_eq(umcg_chan_destroy(sw_b), 0);
+	ck_assert_int_eq(umcg_chan_destroy(sw_c), 0);
+	rt_end(rt);
+}
+END_TEST
+
+/* Two parties each select {send on C, receive on C} on one rendezvous
+ * channel: they must pair with each other, never with themselves. */
+static struct umcg_chan *self_c;
+
+static void *self_party(void *arg)
+{
+	int me = (int)(intptr_t)arg, got = -1, i;
+	struct umcg_chan_op ops[2] = {
+		{ .chan = self_c, .op = UMCG_CHAN_SEND, .elem = &me },
+		{ .chan = self_c, .op = UMCG_CHAN_RECV, .elem = &got },
+	};
+
+	i = umcg_chan_select(ops, 2, UMCG_CHAN_FOREVER);
+	EXPECT(i == 0 || i == 1, "select: %d", i);
+	if (i == 1)
+		EXPECT(got == !me, "received %d, from itself", got);
+	return (void *)(intptr_t)i;
+}
+
+START_TEST(test_select_not_self)
+{
+	struct umcg_rt *rt = rt_start(1, 0);
+	struct umcg_worker *w[2];
+	void *r0, *r1;
+
+	ck_assert_int_eq(umcg_chan_create(&self_c, 0, sizeof(int)), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(umcg_spawn(rt, &w[i], NULL, self_party, (void *)(intptr_t)i), 0);
+	ck_assert_int_eq(umcg_join(w[0], &r0), 0);
+	ck_assert_int_eq(umcg_join(w[1], &r1), 0);
+	/* One sent, the other received. */
+	ck_assert_int_eq((int)(intptr_t)r0 + (int)(intptr_t)r1, 1);
+	ck_assert_int_eq(umcg_chan_destroy(self_c), 0);
+	rt_end(rt);
+}
+END_TEST
+
+/* ---- channel stress --------------------------------------------------- */
+
+/*
+ * Producers (workers and threads) send (id, seq) pairs into one of two
+ * channels, chosen by a select of both sends (now and then with a
+ * deadline, retried on -ETIMEDOUT); consumers take them with a select of
+ * both receives, or a plain or timed receive of one. Each consumer checks
+ * that every producer's sequence numbers grow per channel (FIFO), and the
+ * totals must come out exact. After the producers finish, both channels
+ * are closed, and the consumers stop at -EPIPE.
+ */
+#define CS_PROD 24
+#define CS_CONS 12
+#define CS_THREADS 4 /* of the producers and of the consumers */
+
+struct cs_msg {
+	uint32_t prod, seq;
+};
+
+static struct umcg_chan *cs_ch[2];
+static unsigned long cs_per_prod;
+static atomic_ulong cs_progress[CS_PROD + CS_CONS];
+static atomic_ulong cs_received, cs_sum;
+
+static void *cs_producer(void *arg)
+{
+	int me = (int)(intptr_t)arg, i;
+	uint32_t seed = (uint32_t)me * 7919u + 3;
+	struct cs_msg m = { .prod = (uint32_t)me };
+	struct umcg_chan_op ops[2];
+
+	for (unsigned long s = 0; s < cs_per_prod; s++) {
+		m.seq = (uint32_t)s;
+		for (;;) {
+			ops[0] = (struct umcg_chan_op){ .chan = cs_ch[0],
+							.op = UMCG_CHAN_SEND,
+							.elem = &m };
+			ops[1] = (struct umcg_chan_op){ .chan = cs_ch[1],
+							.op = UMCG_CHAN_SEND,
+							.elem = &m };
+			i = umcg_chan_select(ops, 2,
+					     h_rand(&seed) % 8 ? UMCG_CHAN_FOREVER :
+								 h_now(CLOCK_MONOTONIC) + MS);
+			if (i == -ETIMEDOUT)
+				continue;
+			EXPECT(i == 0 || i == 1, "producer select: %d", i);
+			EXPECT(ops[i].result == 0, "send result %d", ops[i].result);
+			break;
+		}
+		BUMP(&cs_progress[me]);
+	}
+	return NULL;
+}
+
+static void *cs_consumer(void *arg)
+{
+	int me = (int)(intptr_t)arg, i, ret, open = 3;
+	uint32_t seed = (uint32_t)me * 104729u + 5;
+	uint32_t last[2][CS_PROD];
+	struct cs_msg m[2];
+	struct umcg_chan_op ops[2];
+
+	memset(last, 0xff, sizeof(last));
+	while (open) {
+		switch (h_rand(&seed) % 4) {
+		case 0:
+			i = (open & 1) ? 0 : 1;
+			ret = umcg_chan_recv(cs_ch[i], &m[i]);
+			break;
+		case 1:
+			i = (open & 2) ? 1 : 0;
+			ret = umcg_chan_timed_recv(cs_ch[i], &m[i], h_now(CLOCK_MONOTONIC) + MS);
+			if (ret == -ETIMEDOUT)
+				continue;
+			break;
+		default:
+			ops[0] = (struct umcg_chan_op){ .chan = (open & 1) ? cs_ch[0] : NULL,
+							.op = UMCG_CHAN_RECV,
+							.elem = &m[0] };
+			ops[1] = (struct umcg_chan_op){ .chan = (open & 2) ? cs_ch[1] : NULL,
+							.op = UMCG_CHAN_RECV,
+							.elem = &m[1] };
+			i = umcg_chan_select(ops, 2, UMCG_CHAN_FOREVER);
+			EXPECT(i == 0 || i == 1, "consumer select: %d", i);
+			ret = ops[i].result;
+			break;
+		}
+		if (ret == -EPIPE) {
+			open &= ~(1 << i);
+			continue;
+		}
+		EXPECT(ret == 0, "receive: %d", ret);
+		EXPECT(m[i].prod < CS_PROD, "bad producer %u", m[i].prod);
+		EXPECT(last[i][m[i].prod] == UINT32_MAX || m[i].seq > last[i][m[i].prod],
+		       "producer %u: seq %u after %u on channel %d", m[i].prod, m[i].seq,
+		       last[i][m[i].prod], i);
+		last[i][m[i].prod] = m[i].seq;
+		atomic_fetch_add_explicit(&cs_sum, m[i].seq, memory_order_relaxed);
+		atomic_fetch_add_explicit(&cs_received, 1, memory_order_relaxed);
+		BUMP(&cs_progress[CS_PROD + me]);
+	}
+	return NULL;
+}
+
+/* _i: capacity 0 and 4, each cooperative and with 50 us slices. */
+START_TEST(test_chan_stress)
+{
+	struct umcg_rt *rt = rt_start(0, _i % 2 ? 50000 : 0);
+	size_t cap = _i >= 2 ? 4 : 0;
+	struct umcg_worker *w[CS_PROD + CS_CONS];
+	pthread_t th[CS_PROD + CS_CONS];
+	struct h_watchdog *wd;
+	unsigned long total;
+	int i;
+
+	cs_per_prod = 300 * h_stress();
+	total = CS_PROD * cs_per_prod;
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(umcg_chan_create(&cs_ch[i], cap, sizeof(struct cs_msg)), 0);
+	wd = watchdog_start("channel stress", cs_progress, CS_PROD + CS_CONS, 2 * total, rt);
+	for (i = 0; i < CS_CONS; i++) {
+		if (i < CS_THREADS)
+			th[CS_PROD + i] = h_thread(cs_consumer, (void *)(intptr_t)i);
+		else
+			ck_assert_int_eq(umcg_spawn(rt, &w[CS_PROD + i], NULL, cs_consumer,
+						    (void *)(intptr_t)i),
+					 0);
+	}
+	for (i = 0; i < CS_PROD; i++) {
+		if (i < CS_THREADS)
+			th[i] = h_thread(cs_producer, (void *)(intptr_t)i);
+		else
+			ck_assert_int_eq(
+				umcg_spawn(rt, &w[i], NULL, cs_producer, (void *)(intptr_t)i), 0);
+	}
+	for (i = 0; i < CS_PROD; i++) {
+		if (i < CS_THREADS)
+			h_join(th[i]);
+		else
+			ck_assert_int_eq(umcg_join(w[i], NULL), 0);
+	}
+	ck_assert_int_eq(umcg_chan_close(cs_ch[0]), 0);
+	ck_assert_int_eq(umcg_chan_close(cs_ch[1]), 0);
+	for (i = 0; i < CS_CONS; i++) {
+		if (i < CS_THREADS)
+			h_join(th[CS_PROD + i]);
+		else
+			ck_assert_int_eq(umcg_join(w[CS_PROD + i], NULL), 0);
+	}
+	h_watchdog_stop(wd);
+	ck_assert_uint_eq(PEEK(&cs_received), total);
+	ck_assert_uint_eq(PEEK(&cs_sum), CS_PROD * (cs_per_prod * (cs_per_prod - 1) / 2));
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(umcg_chan_destroy(cs_ch[i]), 0);
+	rt_end(rt);
+}
+END_TEST
+
 static Suite *sync_suite(void)
 {
 	Suite *s = suite_create("sync");
@@ -660,9 +1173,20 @@ static Suite *sync_suite(void)
 	tcase_add_test(tc, test_broadcast);
 	suite_add_tcase(s, tc);
 
+	tc = tcase_create("chan");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_chan_misuse);
+	tcase_add_loop_test(tc, test_chan_rendezvous, 0, 3);
+	tcase_add_loop_test(tc, test_chan_close_wakes, 0, 2);
+	tcase_add_test(tc, test_select_fair);
+	tcase_add_loop_test(tc, test_select_waits, 0, 4);
+	tcase_add_test(tc, test_select_not_self);
+	suite_add_tcase(s, tc);
+
 	tc = tcase_create("stress");
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_stress, 0, 2);
+	tcase_add_loop_test(tc, test_chan_stress, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }
