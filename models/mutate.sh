@@ -6,7 +6,7 @@
 #
 #   models/mutate.sh [NAME...]     (default: every mutant)
 #
-# Each mutant is a -D switch of abi.pml, rt.pml or sync.pml, named after the C line
+# Each mutant is a -D switch of abi.pml, rt.pml, sync.pml or chan.pml, named after the C line
 # it mirrors, with the scope and the check that should kill it. A mutant is
 # killed when check.sh finds an error (exit 1). Prints "N of N mutants
 # killed"; exits 1 if any survived or a check could not complete, 77 when
@@ -39,6 +39,9 @@ mutants=(
 	"M_UNLOCK_TO_ZERO|sync 3x2 safety|sync.c umcg_mutex_unlock(): owner = 0 and the head woken to retry, not handed the mutex"
 	"M_NO_HOLD|sync 3x2 safety|sync.c wake(): no umcg__worker_hold()/put() around the unpark"
 	"M_TIMEOUT_NO_REQUEUE_CHECK|sync 3x2 safety|sync.c wait_node(): a timed-out waiter fails without looking whether a waker took its node"
+	"M_SEL_LOCK_EACH|chan select safety|sync.c chan_select(): poll and queue one channel at a time under its own lock"
+	"M_NO_UNQUEUE|chan select safety|sync.c chan_select(): sel_unqueue() of the loser nodes removed"
+	"M_TIMEOUT_NO_CLAIM|chan select safety|sync.c chan_select(): a timeout returns without claiming its own select record"
 )
 
 if ! command -v spin >/dev/null 2>&1; then
