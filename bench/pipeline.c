@@ -22,9 +22,19 @@
  *    spread over the servers (and the policy may move them).
  *  - pthread: six plain, unpinned threads; the queues are a mutex and two
  *    condition variables.
- * Each of --repeat runs measures all six combinations in an order that
+ *  - chan: the one-server runtime, the queues umcg_chan channels of
+ *    <umcg/sync.h> (capacity 1 or 16).
+ *  - mutex_cond: the one-server runtime, the queues a ring under a
+ *    umcg_mutex with two umcg_cond, written as the pthread queue is.
+ *  - floor: what the one-server versions cannot beat at capacity 1, run
+ *    beside them: six plain threads pinned to one CPU pass a token round
+ *    robin through futexes (each sleeps on its own word, and hands the
+ *    token on by setting the next one's word and waking it), one same-CPU
+ *    futex handoff per stage; a message is one round of six handoffs. Capacity does not
+ *    change it; it is measured for each capacity all the same.
+ * Each of --repeat runs measures every combination in an order that
  * rotates from run to run; the report gives the medians, the ratios
- * umcg/pthread, and every run.
+ * umcg/pthread and chan/floor, and every run.
  *
  * The UMCG queue: a single-producer single-consumer ring. `tail` is written
  * only by the producer and `head` only by the consumer, so no lock is
@@ -61,7 +71,11 @@
 
 #include <getopt.h>
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
 #include <umcg/runtime.h>
+#include <umcg/sync.h>
 
 #define NR_STAGES 4
 #define NR_QUEUES (NR_STAGES + 1)
@@ -185,23 +199,129 @@ static uint64_t pq_pop(struct pqueue *q)
 	return v;
 }
 
+/* ---- the queue on umcg_mutex and umcg_cond ---------------------------------- */
+
+struct mqueue {
+	struct umcg_mutex lock;
+	struct umcg_cond not_empty;
+	struct umcg_cond not_full;
+	uint64_t head, tail;
+	unsigned int cap;
+	uint64_t *slots;
+};
+
+static void mq_push(struct mqueue *q, uint64_t v)
+{
+	umcg_mutex_lock(&q->lock);
+	while (q->tail - q->head == q->cap)
+		umcg_cond_wait(&q->not_full, &q->lock);
+	q->slots[q->tail++ % q->cap] = v;
+	umcg_cond_signal(&q->not_empty);
+	umcg_mutex_unlock(&q->lock);
+}
+
+static uint64_t mq_pop(struct mqueue *q)
+{
+	uint64_t v;
+
+	umcg_mutex_lock(&q->lock);
+	while (q->tail == q->head)
+		umcg_cond_wait(&q->not_empty, &q->lock);
+	v = q->slots[q->head++ % q->cap];
+	umcg_cond_signal(&q->not_full);
+	umcg_mutex_unlock(&q->lock);
+	return v;
+}
+
+/* ---- the floor: a futex token ring on one CPU -------------------------------- */
+
+struct ring {
+	uint32_t go[NR_THREADS][16]; /* member i's futex word, a cache line each */
+	uint64_t rounds;
+	int cpu;
+	pthread_barrier_t barrier;
+	uint64_t t0, t1;
+};
+
+struct ring_member {
+	struct ring *r;
+	uint32_t idx;
+};
+
+/*
+ * Member i sleeps on its own word go[i] until it is 1 (acquire, pairing
+ * with the release store of member i - 1), clears it, sets go[i + 1] to 1
+ * (release) and wakes that one word: exactly one thread woken per step, a
+ * same-CPU futex handoff and nothing else. Member 0 starts with the token.
+ */
+static void *ring_main(void *arg)
+{
+	struct ring_member *m = arg;
+	struct ring *r = m->r;
+	uint32_t *mine = &r->go[m->idx][0], *next = &r->go[(m->idx + 1) % NR_THREADS][0];
+
+	pin_self(r->cpu);
+	pthread_barrier_wait(&r->barrier);
+	if (m->idx == 0)
+		r->t0 = now_ns();
+	for (uint64_t i = 0; i < r->rounds; i++) {
+		while (!__atomic_load_n(mine, __ATOMIC_ACQUIRE))
+			syscall(SYS_futex, mine, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+		__atomic_store_n(mine, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(next, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, next, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
+	if (m->idx == NR_THREADS - 1)
+		r->t1 = now_ns();
+	return NULL;
+}
+
+static double run_floor(uint64_t rounds, int cpu)
+{
+	struct ring_member m[NR_THREADS];
+	pthread_t th[NR_THREADS];
+	struct ring r = { .rounds = rounds, .cpu = cpu };
+	int i, ret;
+
+	r.go[0][0] = 1;
+
+	pthread_barrier_init(&r.barrier, NULL, NR_THREADS);
+	for (i = 0; i < NR_THREADS; i++) {
+		m[i].r = &r;
+		m[i].idx = (uint32_t)i;
+		ret = pthread_create(&th[i], NULL, ring_main, &m[i]);
+		if (ret)
+			die("pthread_create: %s", strerror(ret));
+	}
+	for (i = 0; i < NR_THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&r.barrier);
+	return (double)rounds * 1e9 / (double)(r.t1 - r.t0);
+}
+
 /* ---- the pipeline ------------------------------------------------------------ */
 
 enum mode {
 	MODE_UMCG_ONE,
 	MODE_UMCG_ALL,
 	MODE_PTHREAD,
+	MODE_CHAN,
+	MODE_MUTEX_COND,
+	MODE_FLOOR,
 	NR_MODES
 };
 
 static const char *const mode_names[NR_MODES] = { "umcg_one_server", "umcg_all_servers",
-						  "pthread" };
+						  "pthread",	     "chan",
+						  "mutex_cond",	     "floor" };
 
 struct pipeline {
 	enum mode mode;
 	uint64_t messages;
 	struct uqueue uq[NR_QUEUES];
 	struct pqueue pq[NR_QUEUES];
+	struct mqueue mq[NR_QUEUES];
+	struct umcg_chan *ch[NR_QUEUES];
 	int started;
 	pthread_barrier_t barrier; /* pthread mode */
 	uint64_t t0, t1;
@@ -220,15 +340,43 @@ static uint64_t stage_fn(uint64_t v, int k)
 
 static void pipe_send(struct pipeline *p, int q, uint64_t v)
 {
-	if (p->mode == MODE_PTHREAD)
+	int ret;
+
+	switch (p->mode) {
+	case MODE_PTHREAD:
 		pq_push(&p->pq[q], v);
-	else
+		break;
+	case MODE_CHAN:
+		ret = umcg_chan_send(p->ch[q], &v);
+		if (ret)
+			die_err("umcg_chan_send", ret);
+		break;
+	case MODE_MUTEX_COND:
+		mq_push(&p->mq[q], v);
+		break;
+	default:
 		uq_push(&p->uq[q], v);
+	}
 }
 
 static uint64_t pipe_recv(struct pipeline *p, int q)
 {
-	return p->mode == MODE_PTHREAD ? pq_pop(&p->pq[q]) : uq_pop(&p->uq[q]);
+	uint64_t v;
+	int ret;
+
+	switch (p->mode) {
+	case MODE_PTHREAD:
+		return pq_pop(&p->pq[q]);
+	case MODE_CHAN:
+		ret = umcg_chan_recv(p->ch[q], &v);
+		if (ret)
+			die_err("umcg_chan_recv", ret);
+		return v;
+	case MODE_MUTEX_COND:
+		return mq_pop(&p->mq[q]);
+	default:
+		return uq_pop(&p->uq[q]);
+	}
 }
 
 static void *role_main(void *arg)
@@ -308,6 +456,16 @@ static struct result run_pipe(enum mode mode, struct umcg_rt *rt, unsigned int c
 		pthread_mutex_init(&p->pq[i].lock, NULL);
 		pthread_cond_init(&p->pq[i].not_empty, NULL);
 		pthread_cond_init(&p->pq[i].not_full, NULL);
+		p->mq[i].cap = cap;
+		p->mq[i].slots = slots + (size_t)i * cap;
+		if (umcg_mutex_init(&p->mq[i].lock) || umcg_cond_init(&p->mq[i].not_empty) ||
+		    umcg_cond_init(&p->mq[i].not_full))
+			die("umcg_mutex_init/umcg_cond_init failed");
+		if (mode == MODE_CHAN) {
+			ret = umcg_chan_create(&p->ch[i], cap, sizeof(uint64_t));
+			if (ret)
+				die_err("umcg_chan_create", ret);
+		}
 	}
 	pthread_barrier_init(&p->barrier, NULL, NR_THREADS);
 
@@ -345,6 +503,11 @@ static struct result run_pipe(enum mode mode, struct umcg_rt *rt, unsigned int c
 		pthread_mutex_destroy(&p->pq[i].lock);
 		pthread_cond_destroy(&p->pq[i].not_empty);
 		pthread_cond_destroy(&p->pq[i].not_full);
+		if (p->ch[i] && umcg_chan_destroy(p->ch[i]))
+			die("umcg_chan_destroy failed");
+		if (umcg_mutex_destroy(&p->mq[i].lock) || umcg_cond_destroy(&p->mq[i].not_empty) ||
+		    umcg_cond_destroy(&p->mq[i].not_full))
+			die("umcg_mutex_destroy/umcg_cond_destroy failed");
 	}
 	pthread_barrier_destroy(&p->barrier);
 	free(slots);
@@ -429,7 +592,7 @@ int main(int argc, char **argv)
 	unsigned int r, c, k, m;
 	struct json j;
 	char key[32];
-	int backend;
+	int backend, floor_cpu;
 
 	parse_args(argc, argv, &opt);
 	backend = umcg_backend_active();
@@ -438,6 +601,12 @@ int main(int argc, char **argv)
 	rts[MODE_UMCG_ONE] = make_rt(1);
 	rts[MODE_UMCG_ALL] = make_rt(0);
 	rts[MODE_PTHREAD] = NULL;
+	rts[MODE_CHAN] = rts[MODE_UMCG_ONE];
+	rts[MODE_MUTEX_COND] = rts[MODE_UMCG_ONE];
+	rts[MODE_FLOOR] = NULL;
+	/* The one-server runtime's server sits on the first CPU of our mask
+	 * (servers are pinned in mask order); the floor runs there too. */
+	floor_cpu = first_cpu(NULL);
 
 	runs = calloc(opt.repeat, sizeof(*runs));
 	v = calloc(opt.repeat, sizeof(*v));
@@ -450,7 +619,12 @@ int main(int argc, char **argv)
 
 			c = x / NR_MODES;
 			m = x % NR_MODES;
-			runs[r][c][m] = run_pipe((enum mode)m, rts[m], capacities[c], opt.messages);
+			if (m == MODE_FLOOR)
+				runs[r][c][m] = (struct result){ .msgs_per_s = run_floor(
+									 opt.messages, floor_cpu) };
+			else
+				runs[r][c][m] =
+					run_pipe((enum mode)m, rts[m], capacities[c], opt.messages);
 		}
 		fprintf(stderr, "run %u/%u:", r + 1, opt.repeat);
 		for (c = 0; c < NR_CAPS; c++)
@@ -488,13 +662,19 @@ int main(int argc, char **argv)
 		for (m = 0; m < NR_MODES; m++) {
 			json_object(&j, mode_names[m]);
 			json_double(&j, "msgs_per_s", med[c][m], 0);
-			json_double(&j, m == MODE_PTHREAD ? "cond_waits_per_msg" : "parks_per_msg",
-				    waits[c][m], 3);
+			if (m <= MODE_PTHREAD)
+				json_double(&j,
+					    m == MODE_PTHREAD ? "cond_waits_per_msg" :
+								"parks_per_msg",
+					    waits[c][m], 3);
 			json_close(&j, '}');
 		}
 		json_double(&j, "ratio", med[c][MODE_UMCG_ONE] / med[c][MODE_PTHREAD], 3);
 		json_double(&j, "ratio_all_servers", med[c][MODE_UMCG_ALL] / med[c][MODE_PTHREAD],
 			    3);
+		json_double(&j, "chan_floor_ratio", med[c][MODE_CHAN] / med[c][MODE_FLOOR], 3);
+		json_double(&j, "mutex_cond_floor_ratio",
+			    med[c][MODE_MUTEX_COND] / med[c][MODE_FLOOR], 3);
 		json_close(&j, '}');
 	}
 	json_array(&j, "runs");

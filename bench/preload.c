@@ -18,6 +18,16 @@
  *   umcg_read()) and once with umcg_read() itself. Neither blocks, so no
  *   scheduling happens; "ratio" is read / umcg_read (target <= 1.1).
  *
+ * worker_mutex: two workers of a one-server cooperative runtime each run
+ *   lock, yield, unlock, yield on one mutex, so that every lock finds it
+ *   held by the other: once with a pthread_mutex_t (by name, so through
+ *   the preload, which announces the blocking lock: the thread sleeps in
+ *   the kernel and its server runs the holder) and once with a
+ *   struct umcg_mutex of <umcg/sync.h> (the waiter parks). Reported: ns
+ *   per worker iteration and pthread / umcg, what mapping pthread's
+ *   mutexes onto <umcg/sync.h> in the preload would win (README, "Worker
+ *   synchronization", says why it does not).
+ *
  * Each of --repeat runs times both sides of both loops back to back, in an
  * order that alternates from run to run; reported are the medians of each
  * side, the median of the runs' ratios (each run's two sides saw the same
@@ -38,6 +48,7 @@
 
 #include <umcg/io.h>
 #include <umcg/runtime.h>
+#include <umcg/sync.h>
 
 #define MAX_REPEAT 64
 
@@ -164,6 +175,63 @@ static void run_worker(struct umcg_rt *rt, struct wrun *r)
 		die("a worker's read of /dev/zero failed");
 }
 
+/* ---- two workers contending for a mutex -------------------------------- */
+
+struct mrun {
+	uint64_t n;
+	bool umcg;
+	pthread_mutex_t pm;
+	struct umcg_mutex um;
+	bool failed;
+};
+
+static void *mutex_worker(void *arg)
+{
+	struct mrun *r = arg;
+	uint64_t i;
+
+	for (i = 0; i < r->n; i++) {
+		if (r->umcg) {
+			r->failed |= umcg_mutex_lock(&r->um) != 0;
+			umcg_yield();
+			r->failed |= umcg_mutex_unlock(&r->um) != 0;
+		} else {
+			r->failed |= pthread_mutex_lock(&r->pm) != 0;
+			umcg_yield();
+			r->failed |= pthread_mutex_unlock(&r->pm) != 0;
+		}
+		umcg_yield();
+	}
+	return NULL;
+}
+
+/* ns per worker iteration, both workers together. */
+static double run_mutex(struct umcg_rt *rt, uint64_t n, bool umcg)
+{
+	struct mrun r = { .n = n, .umcg = umcg, .um = UMCG_MUTEX_INIT };
+	struct umcg_worker *w[2];
+	uint64_t t0;
+	int i, ret;
+
+	pthread_mutex_init(&r.pm, NULL);
+	t0 = now_ns();
+	for (i = 0; i < 2; i++) {
+		ret = umcg_spawn(rt, &w[i], NULL, mutex_worker, &r);
+		if (ret)
+			die_err("umcg_spawn", -ret);
+	}
+	for (i = 0; i < 2; i++) {
+		ret = umcg_join(w[i], NULL);
+		if (ret)
+			die_err("umcg_join", -ret);
+	}
+	t0 = now_ns() - t0;
+	if (r.failed)
+		die("a mutex call failed in a worker");
+	pthread_mutex_destroy(&r.pm);
+	return (double)t0 / (double)(2 * n);
+}
+
 /* ---- report ----------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -184,7 +252,9 @@ int main(int argc, char **argv)
 	struct options opt = { .iterations = 200000, .repeat = 7 };
 	double named[MAX_REPEAT], libc[MAX_REPEAT], wread[MAX_REPEAT], wumcg[MAX_REPEAT];
 	double r_unreg[MAX_REPEAT], r_worker[MAX_REPEAT];
+	double mpth[MAX_REPEAT], mumcg[MAX_REPEAT], r_mutex[MAX_REPEAT];
 	double m_named, m_libc, m_read, m_umcg;
+	uint64_t mutex_n;
 	struct umcg_rt_attr attr;
 	struct umcg_rt *rt;
 	struct wrun wr;
@@ -226,6 +296,9 @@ int main(int argc, char **argv)
 	loop_libc(opt.iterations / 10);
 	wr = (struct wrun){ .n = opt.iterations / 10 };
 	run_worker(rt, &wr);
+	/* A contended round costs microseconds: fewer of them. */
+	mutex_n = opt.iterations / 20 ? opt.iterations / 20 : 1;
+	run_mutex(rt, mutex_n / 10 + 1, false);
 	for (i = 0; i < opt.repeat; i++) {
 		if (i % 2) {
 			libc[i] = loop_libc(opt.iterations);
@@ -238,6 +311,14 @@ int main(int argc, char **argv)
 		run_worker(rt, &wr);
 		wread[i] = wr.read_ns;
 		wumcg[i] = wr.umcg_ns;
+		if (i % 2) {
+			mumcg[i] = run_mutex(rt, mutex_n, true);
+			mpth[i] = run_mutex(rt, mutex_n, false);
+		} else {
+			mpth[i] = run_mutex(rt, mutex_n, false);
+			mumcg[i] = run_mutex(rt, mutex_n, true);
+		}
+		r_mutex[i] = mpth[i] / mumcg[i];
 	}
 	umcg_rt_drain(rt);
 	umcg_rt_stop(rt);
@@ -271,6 +352,13 @@ int main(int argc, char **argv)
 	json_double(&j, "ratio", median(r_worker, opt.repeat), 3);
 	json_double(&j, "target", 1.1, 2);
 	json_close(&j, '}');
+	json_object(&j, "worker_mutex");
+	json_str(&j, "loop", "lock, yield, unlock, yield; two workers, one server");
+	json_u64(&j, "iterations", mutex_n);
+	json_double(&j, "pthread_preload_ns", median(mpth, opt.repeat), 1);
+	json_double(&j, "umcg_mutex_ns", median(mumcg, opt.repeat), 1);
+	json_double(&j, "ratio", median(r_mutex, opt.repeat), 3);
+	json_close(&j, '}');
 	json_array(&j, "runs");
 	for (i = 0; i < opt.repeat; i++) {
 		json_object(&j, NULL);
@@ -278,6 +366,8 @@ int main(int argc, char **argv)
 		json_double(&j, "libc_ns", libc[i], 1);
 		json_double(&j, "preload_read_ns", wread[i], 1);
 		json_double(&j, "umcg_read_ns", wumcg[i], 1);
+		json_double(&j, "pthread_preload_mutex_ns", mpth[i], 1);
+		json_double(&j, "umcg_mutex_ns", mumcg[i], 1);
 		json_close(&j, '}');
 	}
 	json_close(&j, ']');

@@ -862,7 +862,7 @@ static bool chan_try(struct umcg_chan *c, struct umcg_chan_op *op, struct cnode 
 	}
 	n = cq_claim(&c->sendq_head, &c->sendq_tail);
 	if (n) {
-		/* Unbuffered (or buffered and full: impossible with count 0). */
+		/* Senders wait on an empty channel only at capacity 0. */
 		copy(op->elem, n->op->elem, c->elem);
 		n->sel->result = 0;
 		*wake = n;

@@ -481,9 +481,9 @@ END_TEST
 
 /* ---- stress: workers and plain threads on one mutex, cond, sem ------- */
 
-#define ST_WORKERS 64
+#define ST_WORKERS_MAX 2000
 #define ST_THREADS 4
-#define ST_ALL (ST_WORKERS + ST_THREADS)
+#define ST_ALL_MAX (ST_WORKERS_MAX + ST_THREADS)
 
 static struct umcg_mutex st_m = UMCG_MUTEX_INIT;
 static struct umcg_cond st_c = UMCG_COND_INIT;
@@ -491,7 +491,7 @@ static struct umcg_sem st_s;
 static unsigned long st_counter; /* under st_m */
 static unsigned long st_queue; /* items, under st_m */
 static unsigned long st_rounds;
-static atomic_ulong st_progress[ST_ALL];
+static atomic_ulong st_progress[ST_ALL_MAX];
 static atomic_ulong st_consumed;
 
 /*
@@ -550,34 +550,40 @@ static void *st_main(void *arg)
 	return NULL;
 }
 
-/* _i: 0 cooperative, 1 with 50 us slices; servers one per CPU. */
+/*
+ * _i: 0 cooperative, 1 with 50 us slices: 64 workers, 200 rounds each;
+ * 2 and 3 the same with 2000 workers, 10 rounds each. Servers one per CPU.
+ */
 START_TEST(test_stress)
 {
-	struct umcg_rt *rt = rt_start(0, _i ? 50000 : 0);
-	struct umcg_worker *w[ST_WORKERS];
+	struct umcg_rt *rt = rt_start(0, _i % 2 ? 50000 : 0);
+	int nw = _i >= 2 ? ST_WORKERS_MAX : 64, all = nw + ST_THREADS, i;
+	struct umcg_worker **w = calloc((size_t)nw, sizeof(*w));
 	pthread_t th[ST_THREADS];
 	struct h_watchdog *wd;
-	int i;
 
-	st_rounds = 200 * h_stress();
+	ck_assert_ptr_nonnull(w);
+	st_rounds = (_i >= 2 ? 10 : 200) * h_stress();
 	ck_assert_int_eq(umcg_sem_init(&st_s, 3), 0);
-	wd = watchdog_start("sync stress", st_progress, ST_ALL, ST_ALL * st_rounds, rt);
-	for (i = 0; i < ST_WORKERS; i++)
+	wd = watchdog_start("sync stress", st_progress, (size_t)all, (unsigned long)all * st_rounds,
+			    rt);
+	for (i = 0; i < nw; i++)
 		ck_assert_int_eq(umcg_spawn(rt, &w[i], NULL, st_main, (void *)(intptr_t)i), 0);
 	for (i = 0; i < ST_THREADS; i++)
-		th[i] = h_thread(st_main, (void *)(intptr_t)(ST_WORKERS + i));
-	for (i = 0; i < ST_WORKERS; i++)
+		th[i] = h_thread(st_main, (void *)(intptr_t)(nw + i));
+	for (i = 0; i < nw; i++)
 		ck_assert_int_eq(umcg_join(w[i], NULL), 0);
 	for (i = 0; i < ST_THREADS; i++)
 		h_join(th[i]);
 	h_watchdog_stop(wd);
-	ck_assert_uint_eq(st_counter, ST_ALL * st_rounds);
-	ck_assert_uint_eq(PEEK(&st_consumed), ST_ALL * st_rounds);
+	ck_assert_uint_eq(st_counter, (unsigned long)all * st_rounds);
+	ck_assert_uint_eq(PEEK(&st_consumed), (unsigned long)all * st_rounds);
 	ck_assert_uint_eq(st_queue, 0);
 	ck_assert_int_eq(umcg_sem_getvalue(&st_s), 3);
 	ck_assert_int_eq(umcg_mutex_destroy(&st_m), 0);
 	ck_assert_int_eq(umcg_cond_destroy(&st_c), 0);
 	ck_assert_int_eq(umcg_sem_destroy(&st_s), 0);
+	free(w);
 	rt_end(rt);
 }
 END_TEST
@@ -1185,7 +1191,7 @@ static Suite *sync_suite(void)
 
 	tc = tcase_create("stress");
 	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc, test_stress, 0, 2);
+	tcase_add_loop_test(tc, test_stress, 0, 4);
 	tcase_add_loop_test(tc, test_chan_stress, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
