@@ -41,7 +41,9 @@
  *
  * Rules for users (the reason for this file: issue #8, "servers never
  * block on a lock that a worker may hold"):
- *  - Only for locks that no worker of a runtime ever holds. A worker can
+ *  - Only for locks that no worker of a runtime ever holds, except through
+ *    umcg__lock_announced() (sync.c), whose sleeps free the sleeper's
+ *    server and which no server takes. A worker can
  *    be preempted anywhere in its own code (on the emulation, parked
  *    inside the kick signal's handler until its server runs it again);
  *    a server that then sleeps on a lock that worker holds waits for a
@@ -63,6 +65,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <umcg/umcg.h>
 
 #include "atomics.h"
 #include "syscall.h"
@@ -111,9 +115,14 @@ static inline bool umcg__trylock(struct umcg__lock *l)
 	return umcg__cas(&l->word, &expected, UMCG__LOCK_HELD, umcg__acquire);
 }
 
-/* The contended path of umcg__lock(), out of line. */
-static __attribute__((noinline, unused)) void umcg__lock_slow(struct umcg__lock *l)
+/*
+ * The contended path of umcg__lock() and umcg__lock_announced(), out of
+ * line. @announce: each sleep goes inside umcg_block_begin()/_end(), and
+ * the lock is retaken only once the caller runs again.
+ */
+static __attribute__((noinline, unused)) void umcg__lock_slow(struct umcg__lock *l, bool announce)
 {
+	bool hooked;
 	unsigned int spins;
 
 	for (spins = 0; spins < UMCG__LOCK_SPINS; spins++) {
@@ -128,14 +137,30 @@ static __attribute__((noinline, unused)) void umcg__lock_slow(struct umcg__lock 
 	}
 	/* Acquire when it returns FREE: pairs with the release exchange in
 	 * umcg__unlock(). CONTENDED, not HELD: see the invariant above. */
-	while (umcg__xchg(&l->word, UMCG__LOCK_CONTENDED, umcg__acquire) != UMCG__LOCK_FREE)
+	while (umcg__xchg(&l->word, UMCG__LOCK_CONTENDED, umcg__acquire) != UMCG__LOCK_FREE) {
+		hooked = announce && umcg_block_begin() == 0;
 		umcg__futex_wait(&l->word, UMCG__LOCK_CONTENDED, NULL, 0);
+		if (hooked)
+			umcg_block_end();
+	}
 }
 
 static inline void umcg__lock(struct umcg__lock *l)
 {
 	if (!umcg__trylock(l))
-		umcg__lock_slow(l);
+		umcg__lock_slow(l, false);
+}
+
+/*
+ * umcg__lock_announced() - umcg__lock() for a lock that workers hold too
+ * (<umcg/sync.h>'s internal locks): a worker that must sleep on it
+ * announces the sleep, so its server runs others, among them a preempted
+ * holder of the same server. Its unlock is umcg__unlock().
+ */
+static inline void umcg__lock_announced(struct umcg__lock *l)
+{
+	if (!umcg__trylock(l))
+		umcg__lock_slow(l, true);
 }
 
 static inline void umcg__unlock(struct umcg__lock *l)

@@ -67,10 +67,9 @@
  * that finds a unit, a trywait) CAS `value` down without the lock; a post
  * always takes it, which keeps "a queued node means value == 0" true.
  *
- * The internal lock: the three-state futex lock of lock.h (FREE, HELD,
- * CONTENDED), with a short spin before the first sleep. Unlike
- * umcg__lock, workers do take it, and can be preempted while they hold
- * it, so a thread that must sleep on it announces the sleep
+ * The internal lock: umcg__lock of lock.h, taken with
+ * umcg__lock_announced(): workers do take it, and can be preempted while
+ * they hold it, so a thread that must sleep on it announces the sleep
  * (umcg_block_begin()) and retakes the lock only once it runs again.
  */
 #include <errno.h>
@@ -85,23 +84,28 @@
 #include <umcg/sync.h>
 
 #include "atomics.h"
+#include "lock.h"
 #include "rt_sync.h"
 #include "syscall.h"
 
 #define OWNER_WAITERS 0x80000000u
 #define OWNER_TID 0x7fffffffu
 
-#define LOCK_FREE 0u
-#define LOCK_HELD 1u
-#define LOCK_CONTENDED 2u
-#define LOCK_SPINS 100
+/*
+ * A node's place on a FIFO (waiters of a mutex, a condition variable or a
+ * semaphore; senders or receivers of a channel). The first member of every
+ * node, so a node and its link convert into each other.
+ */
+struct qlink {
+	struct qlink *next, *prev;
+	bool queued; /* on the FIFO; under the object's lock */
+};
 
 struct waiter {
-	struct waiter *next, *prev;
+	struct qlink q;
 	struct umcg_worker *w; /* parks on its second word; NULL: futex */
 	uint32_t word; /* 0 waiting, 1 woken */
 	uint32_t tid;
-	bool queued; /* on the FIFO; under the object's lock */
 };
 
 /* ---- the calling thread's tid ------------------------------------------ */
@@ -139,81 +143,54 @@ static uint64_t now_mono(void)
 
 /* ---- the internal lock ------------------------------------------------- */
 
-static inline void cpu_relax(void)
+/* The objects' `lock` words are umcg__lock words (lock.h). */
+static void lock(uint32_t *w)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
+	umcg__lock_announced((struct umcg__lock *)(void *)w);
 }
 
-static void lock_slow(uint32_t *l)
+static void unlock(uint32_t *w)
 {
-	uint32_t v;
-	bool hooked;
-	int i;
-
-	for (i = 0; i < LOCK_SPINS; i++) {
-		v = LOCK_FREE;
-		if (umcg__load(l, umcg__relaxed) == LOCK_FREE &&
-		    umcg__cas(l, &v, LOCK_HELD, umcg__acquire))
-			return;
-		cpu_relax();
-	}
-	/* See lock.h for the invariant; the sleep is announced. */
-	while (umcg__xchg(l, LOCK_CONTENDED, umcg__acquire) != LOCK_FREE) {
-		hooked = umcg_block_begin() == 0;
-		umcg__futex_wait(l, LOCK_CONTENDED, NULL, 0);
-		if (hooked)
-			umcg_block_end();
-	}
-}
-
-static inline void lock(uint32_t *l)
-{
-	uint32_t v = LOCK_FREE;
-
-	if (!umcg__cas(l, &v, LOCK_HELD, umcg__acquire))
-		lock_slow(l);
-}
-
-static inline void unlock(uint32_t *l)
-{
-	if (umcg__xchg(l, LOCK_FREE, umcg__release) == LOCK_CONTENDED)
-		umcg__futex_wake(l);
+	umcg__unlock((struct umcg__lock *)(void *)w);
 }
 
 /* ---- the FIFO of waiters (under the object's lock) -------------------- */
 
-static void fifo_push(void **head, void **tail, struct waiter *n)
+/*
+ * The links are written with release stores although the lock orders every
+ * access the library makes: the suite's queue_len() walks them without the
+ * lock, to see how many wait, and that must not be a data race.
+ */
+static void fifo_push(void **head, void **tail, struct qlink *n)
 {
-	struct waiter *t = *tail;
+	struct qlink *t = *tail;
 
-	n->next = NULL;
+	umcg__store(&n->next, NULL, umcg__release);
 	n->prev = t;
 	if (t)
-		t->next = n;
+		umcg__store(&t->next, n, umcg__release);
 	else
-		umcg__store(head, (void *)n, umcg__relaxed);
-	umcg__store(tail, (void *)n, umcg__relaxed);
+		umcg__store(head, (void *)n, umcg__release);
+	umcg__store(tail, (void *)n, umcg__release);
 	n->queued = true;
 }
 
-static void fifo_unlink(void **head, void **tail, struct waiter *n)
+static void fifo_unlink(void **head, void **tail, struct qlink *n)
 {
 	if (n->prev)
-		n->prev->next = n->next;
+		umcg__store(&n->prev->next, n->next, umcg__release);
 	else
-		umcg__store(head, (void *)n->next, umcg__relaxed);
+		umcg__store(head, (void *)n->next, umcg__release);
 	if (n->next)
-		n->next->prev = n->prev;
+		umcg__store(&n->next->prev, n->prev, umcg__release);
 	else
-		umcg__store(tail, (void *)n->prev, umcg__relaxed);
+		umcg__store(tail, (void *)n->prev, umcg__release);
 	n->queued = false;
 }
 
-static struct waiter *fifo_pop(void **head, void **tail)
+static struct qlink *fifo_pop(void **head, void **tail)
 {
-	struct waiter *n = *head;
+	struct qlink *n = *head;
 
 	if (n)
 		fifo_unlink(head, tail, n);
@@ -225,11 +202,10 @@ static struct waiter *fifo_pop(void **head, void **tail)
 /* A node for the calling thread; @timed waits always use the futex. */
 static void waiter_init(struct waiter *n, bool timed)
 {
-	n->next = n->prev = NULL;
+	n->q = (struct qlink){ NULL, NULL, false };
 	n->w = timed ? NULL : umcg_self();
 	n->word = 0;
 	n->tid = my_tid();
-	n->queued = false;
 }
 
 static void wake(struct waiter *n)
@@ -261,12 +237,10 @@ static void futex_sleep(struct waiter *n, const struct timespec *abs)
 }
 
 /*
- * Wait until @n is woken, or until @deadline if @timed. Return: 0 when
- * woken; -ETIMEDOUT with @n off the FIFO and the object's lock @l held
- * (the caller fixes up what depends on the FIFO and unlocks).
+ * Wait until @n is woken, or until @deadline if @timed (a timed node always
+ * sleeps on the futex). Return: whether it was woken.
  */
-static int wait_node(struct waiter *n, bool timed, uint64_t deadline, uint32_t *l, void **head,
-		     void **tail)
+static bool sleep_woken(struct waiter *n, bool timed, uint64_t deadline)
 {
 	struct timespec ts;
 
@@ -277,16 +251,27 @@ static int wait_node(struct waiter *n, bool timed, uint64_t deadline, uint32_t *
 			if (umcg__sync_park())
 				sched_yield();
 		}
-		return 0;
+		return true;
 	}
 	ts.tv_sec = (time_t)(deadline / 1000000000ull);
 	ts.tv_nsec = (long)(deadline % 1000000000ull);
 	futex_sleep(n, timed ? &ts : NULL);
-	if (umcg__load(&n->word, umcg__acquire))
+	return umcg__load(&n->word, umcg__acquire);
+}
+
+/*
+ * Wait until @n is woken, or until @deadline if @timed. Return: 0 when
+ * woken; -ETIMEDOUT with @n off the FIFO and the object's lock @l held
+ * (the caller fixes up what depends on the FIFO and unlocks).
+ */
+static int wait_node(struct waiter *n, bool timed, uint64_t deadline, uint32_t *l, void **head,
+		     void **tail)
+{
+	if (sleep_woken(n, timed, deadline))
 		return 0;
 	lock(l);
-	if (n->queued) {
-		fifo_unlink(head, tail, n);
+	if (n->q.queued) {
+		fifo_unlink(head, tail, &n->q);
 		return -ETIMEDOUT;
 	}
 	unlock(l);
@@ -307,7 +292,7 @@ UMCG_API int umcg_mutex_init(struct umcg_mutex *m)
 	if (!m)
 		return -EINVAL;
 	m->owner = 0;
-	m->lock = LOCK_FREE;
+	m->lock = UMCG__LOCK_FREE;
 	m->spare = 0;
 	m->head = m->tail = NULL;
 	umcg__store(&m->magic, UMCG_MUTEX_MAGIC_, umcg__release);
@@ -348,7 +333,7 @@ static int mutex_lock(struct umcg_mutex *m, bool timed, uint64_t deadline)
 		unlock(&m->lock);
 		return -ETIMEDOUT;
 	}
-	fifo_push(&m->head, &m->tail, &n);
+	fifo_push(&m->head, &m->tail, &n.q);
 	unlock(&m->lock);
 	ret = wait_node(&n, timed, deadline, &m->lock, &m->head, &m->tail);
 	if (ret) {
@@ -396,7 +381,7 @@ UMCG_API int umcg_mutex_unlock(struct umcg_mutex *m)
 	if ((v & OWNER_TID) != tid)
 		return -EPERM;
 	lock(&m->lock);
-	n = fifo_pop(&m->head, &m->tail);
+	n = (struct waiter *)fifo_pop(&m->head, &m->tail);
 	if (n)
 		umcg__store(&m->owner, n->tid | (m->head ? OWNER_WAITERS : 0), umcg__release);
 	else
@@ -433,7 +418,7 @@ UMCG_API int umcg_cond_init(struct umcg_cond *c)
 {
 	if (!c)
 		return -EINVAL;
-	c->lock = LOCK_FREE;
+	c->lock = UMCG__LOCK_FREE;
 	c->head = c->tail = NULL;
 	umcg__store(&c->magic, UMCG_COND_MAGIC_, umcg__release);
 	return 0;
@@ -450,7 +435,7 @@ static int cond_wait(struct umcg_cond *c, struct umcg_mutex *m, bool timed, uint
 		return -EPERM;
 	waiter_init(&n, timed);
 	lock(&c->lock);
-	fifo_push(&c->head, &c->tail, &n);
+	fifo_push(&c->head, &c->tail, &n.q);
 	unlock(&c->lock);
 	umcg_mutex_unlock(m);
 	ret = wait_node(&n, timed, deadline, &c->lock, &c->head, &c->tail);
@@ -490,7 +475,7 @@ UMCG_API int umcg_cond_signal(struct umcg_cond *c)
 	if (cond_idle(c))
 		return 0;
 	lock(&c->lock);
-	n = fifo_pop(&c->head, &c->tail);
+	n = (struct waiter *)fifo_pop(&c->head, &c->tail);
 	unlock(&c->lock);
 	if (n)
 		wake(n);
@@ -507,13 +492,13 @@ UMCG_API int umcg_cond_broadcast(struct umcg_cond *c)
 		return 0;
 	lock(&c->lock);
 	n = c->head;
-	for (next = n; next; next = next->next)
-		next->queued = false;
+	for (next = n; next; next = (struct waiter *)next->q.next)
+		next->q.queued = false;
 	umcg__store(&c->head, NULL, umcg__relaxed);
 	umcg__store(&c->tail, NULL, umcg__relaxed);
 	unlock(&c->lock);
 	for (; n; n = next) {
-		next = n->next; /* before the wake-up: @n may be gone after it */
+		next = (struct waiter *)n->q.next; /* before the wake-up: @n may be gone after */
 		wake(n);
 	}
 	return 0;
@@ -545,7 +530,7 @@ UMCG_API int umcg_sem_init(struct umcg_sem *s, unsigned int value)
 {
 	if (!s || value > UMCG_SEM_VALUE_MAX)
 		return -EINVAL;
-	s->lock = LOCK_FREE;
+	s->lock = UMCG__LOCK_FREE;
 	s->value = value;
 	s->spare = 0;
 	s->head = s->tail = NULL;
@@ -584,7 +569,7 @@ static int sem_wait(struct umcg_sem *s, bool timed, uint64_t deadline)
 		unlock(&s->lock);
 		return -ETIMEDOUT;
 	}
-	fifo_push(&s->head, &s->tail, &n);
+	fifo_push(&s->head, &s->tail, &n.q);
 	unlock(&s->lock);
 	ret = wait_node(&n, timed, deadline, &s->lock, &s->head, &s->tail);
 	if (ret)
@@ -616,7 +601,7 @@ UMCG_API int umcg_sem_post(struct umcg_sem *s)
 	if (!sem_ok(s))
 		return -EINVAL;
 	lock(&s->lock);
-	n = fifo_pop(&s->head, &s->tail);
+	n = (struct waiter *)fifo_pop(&s->head, &s->tail);
 	if (!n) {
 		if (umcg__load(&s->value, umcg__relaxed) >= UMCG_SEM_VALUE_MAX) {
 			unlock(&s->lock);
@@ -714,11 +699,10 @@ struct sel {
 };
 
 struct cnode {
-	struct cnode *next, *prev;
+	struct qlink q;
 	struct sel *sel;
 	struct umcg_chan_op *op;
 	uint32_t idx;
-	bool queued;
 };
 
 #define CHAN_MAGIC 0x6368616eu
@@ -749,38 +733,6 @@ UMCG_API int umcg_chan_create(struct umcg_chan **chp, size_t capacity, size_t el
 }
 
 /*
- * The links are written with release stores although the lock orders every
- * access the library makes: the suite's queue_len() walks them without the
- * lock, to see how many wait, and that must not be a data race.
- */
-static void cq_unlink(void **head, void **tail, struct cnode *n)
-{
-	if (n->prev)
-		umcg__store(&n->prev->next, n->next, umcg__release);
-	else
-		umcg__store(head, (void *)n->next, umcg__release);
-	if (n->next)
-		umcg__store(&n->next->prev, n->prev, umcg__release);
-	else
-		umcg__store(tail, (void *)n->prev, umcg__release);
-	n->queued = false;
-}
-
-static void cq_append(void **head, void **tail, struct cnode *n)
-{
-	struct cnode *t = *tail;
-
-	umcg__store(&n->next, NULL, umcg__release);
-	n->prev = t;
-	if (t)
-		umcg__store(&t->next, n, umcg__release);
-	else
-		umcg__store(head, (void *)n, umcg__release);
-	umcg__store(tail, (void *)n, umcg__release);
-	n->queued = true;
-}
-
-/*
  * The oldest node of a queue whose select we could claim, claimed for its
  * operation, and off the queue; NULL if none. Nodes whose select ended
  * elsewhere are dropped on the way. Under the channel's lock. (Our own
@@ -792,8 +744,7 @@ static struct cnode *cq_claim(void **head, void **tail)
 	struct cnode *n;
 	uint32_t open;
 
-	while ((n = *head)) {
-		cq_unlink(head, tail, n);
+	while ((n = (struct cnode *)fifo_pop(head, tail))) {
 		open = 0;
 		/* Acquire: the claim orders our copy after the waiter's
 		 * setup of its buffers; see the wake-up for the way back. */
@@ -911,11 +862,11 @@ static void sel_unqueue(struct cnode *nodes, struct umcg_chan_op *ops, size_t n)
 		if (!c || !nodes[i].sel)
 			continue;
 		lock(&c->lock);
-		if (nodes[i].queued) {
+		if (nodes[i].q.queued) {
 			if (ops[i].op == UMCG_CHAN_SEND)
-				cq_unlink(&c->sendq_head, &c->sendq_tail, &nodes[i]);
+				fifo_unlink(&c->sendq_head, &c->sendq_tail, &nodes[i].q);
 			else
-				cq_unlink(&c->recvq_head, &c->recvq_tail, &nodes[i]);
+				fifo_unlink(&c->recvq_head, &c->recvq_tail, &nodes[i].q);
 		}
 		unlock(&c->lock);
 	}
@@ -960,7 +911,6 @@ static int chan_select(struct umcg_chan_op *ops, size_t n, uint64_t deadline)
 	struct cnode nodes[SELECT_MAX], *wk;
 	uint8_t order[SELECT_MAX];
 	bool timed = deadline != UMCG_CHAN_FOREVER;
-	struct timespec ts;
 	struct sel s;
 	uint32_t open;
 	size_t i, j, m;
@@ -1011,36 +961,24 @@ static int chan_select(struct umcg_chan_op *ops, size_t n, uint64_t deadline)
 		nodes[i].sel = c ? &s : NULL;
 		nodes[i].op = &ops[i];
 		nodes[i].idx = (uint32_t)i;
-		nodes[i].queued = false;
+		nodes[i].q.queued = false;
 		if (!c)
 			continue;
 		if (ops[i].op == UMCG_CHAN_SEND)
-			cq_append(&c->sendq_head, &c->sendq_tail, &nodes[i]);
+			fifo_push(&c->sendq_head, &c->sendq_tail, &nodes[i].q);
 		else
-			cq_append(&c->recvq_head, &c->recvq_tail, &nodes[i]);
+			fifo_push(&c->recvq_head, &c->recvq_tail, &nodes[i].q);
 	}
 	unlock_all(chans, m);
 	/* Wait for a claimant, or for the deadline. */
-	if (s.base.w) {
-		while (!umcg__load(&s.base.word, umcg__acquire)) {
-			/* -EDEADLK: a handler inside a switch, which the
-			 * header rules out; do not wedge the server. */
-			if (umcg__sync_park())
-				sched_yield();
+	if (!sleep_woken(&s.base, timed, deadline)) {
+		open = 0;
+		if (umcg__cas(&s.claimed, &open, SEL_TIMEOUT, umcg__acq_rel)) {
+			sel_unqueue(nodes, ops, n);
+			return -ETIMEDOUT;
 		}
-	} else {
-		ts.tv_sec = (time_t)(deadline / 1000000000ull);
-		ts.tv_nsec = (long)(deadline % 1000000000ull);
-		futex_sleep(&s.base, timed ? &ts : NULL);
-		if (!umcg__load(&s.base.word, umcg__acquire)) {
-			open = 0;
-			if (umcg__cas(&s.claimed, &open, SEL_TIMEOUT, umcg__acq_rel)) {
-				sel_unqueue(nodes, ops, n);
-				return -ETIMEDOUT;
-			}
-			/* A claimant is moving the data: wait for it. */
-			futex_sleep(&s.base, NULL);
-		}
+		/* A claimant is moving the data: wait for it. */
+		futex_sleep(&s.base, NULL);
 	}
 	i = umcg__load(&s.claimed, umcg__acquire) - 1;
 	ops[i].result = s.result;
@@ -1118,17 +1056,17 @@ UMCG_API int umcg_chan_close(struct umcg_chan *c)
 	}
 	c->closed = 1;
 	/* Claim every waiter; wake them once the lock is down. The nodes'
-	 * `prev` links the list: each claimed node is ours alone. */
+	 * q.prev links the list: each claimed node is ours alone. */
 	while ((n = cq_claim(&c->recvq_head, &c->recvq_tail)) ||
 	       (n = cq_claim(&c->sendq_head, &c->sendq_tail))) {
 		n->sel->result = -EPIPE;
-		n->prev = list;
+		n->q.prev = (struct qlink *)list;
 		list = n;
 	}
 	unlock(&c->lock);
 	while (list) {
 		n = list;
-		list = n->prev; /* before the wake-up: @n may be gone after it */
+		list = (struct cnode *)n->q.prev; /* before the wake-up: @n may go */
 		wake_sel(n->sel);
 	}
 	return 0;
