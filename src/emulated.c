@@ -395,6 +395,11 @@ static void return_to_user(struct umcg__etask *e)
  * then loads in_lib (all seq_cst: a Dekker pair). Either the decider sees
  * in_lib and gives up, or the worker sees DET_DECIDING and waits for the
  * outcome, so no worker inside the library is ever made BLOCKED under it.
+ * The probe itself may be stale by then (the worker slept inside the
+ * library when it was probed, and has run back to user code since): the
+ * decider reads the thread's CPU clock once more after its load of in_lib
+ * and gives up if it moved since before the probe (detect_block()).
+ * models/detect.pml checks the decision.
  * A worker whose user code overwrote the BLOCKED state (a plain store of
  * RUNNABLE before umcg_wait()) is left as it is; reclaim() then only clears
  * the mark.
@@ -659,9 +664,20 @@ static uint64_t thread_cpu_ns(pid_t tid)
 /*
  * detect_block() - make worker @t (thread @tid), found asleep in the kernel
  * in a call nobody announced, BLOCKED, and wake its server. Called by the
- * watcher or by a kicker. Return: true if it did.
+ * watcher or by a kicker, with @cpu, the thread's CPU clock read before
+ * the probe that found it asleep. Return: true if it did.
+ *
+ * The probe's answer may be stale by now: between the caller's look at
+ * in_lib and the probe the worker may have run into the library and slept
+ * there (umcg_yield() waiting for its turn), and between the probe and
+ * here been run again and gone back to user code. So once the decision is
+ * ours and in_lib reads 0, the CPU clock is read again: if it has not
+ * moved since @cpu, the thread did not run at any moment from before the
+ * probe until after that load, so in_lib was 0 when the probe saw it
+ * asleep, and it still sleeps in that same call. If it moved, it ran and
+ * nothing is decided (the next look starts over).
  */
-static bool detect_block(struct umcg__etask *t, pid_t tid)
+static bool detect_block(struct umcg__etask *t, pid_t tid, uint64_t cpu)
 {
 	struct umcg__etask *srv;
 	struct umcg_task *ut;
@@ -674,6 +690,8 @@ static bool detect_block(struct umcg__etask *t, pid_t tid)
 	/* The Dekker pair with enter_lib() (see "Detection"). */
 	if (umcg__load(&t->in_lib, umcg__seq_cst) || umcg__load(&t->in_block, umcg__seq_cst) ||
 	    umcg__load(&t->tid, umcg__acquire) != tid)
+		goto undo;
+	if (!cpu || thread_cpu_ns(tid) != cpu)
 		goto undo;
 	ut = ut_of(t);
 	srv = server_of(t);
@@ -900,7 +918,7 @@ static bool watch_one(struct umcg__etask *t, pid_t tid)
 	default:
 		return true;
 	}
-	if (detect_block(t, tid)) {
+	if (detect_block(t, tid, cpu)) {
 		t->m_mode = M_BLOCKED;
 		t->m_cpu = thread_cpu_ns(tid);
 		t->m_asks = 0;
@@ -1447,9 +1465,11 @@ static int kick_pinned(struct umcg__etask *t, pid_t tid)
 	 * it off, kicks do not probe (README, "Blocking on the emulation"). */
 	if ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING && t != self_task &&
 	    umcg__load(&detect_ns, umcg__relaxed)) {
+		uint64_t cpu = thread_cpu_ns(tid);
+
 		switch (probe_self(tid)) {
 		case PROBE_ASLEEP:
-			detect_block(t, tid);
+			detect_block(t, tid, cpu);
 			return 0;
 		case PROBE_RUNNABLE:
 			/* Not yet: the next slice end kicks again. */

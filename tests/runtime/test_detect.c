@@ -431,6 +431,80 @@ START_TEST(full_time_under_preemption)
 }
 END_TEST
 
+/* ---- nothing blocks: nothing is detected ----------------------------- */
+
+/*
+ * Workers that only yield, on one server, while plain threads keep both
+ * CPUs busy so that the host deschedules workers often and the watcher
+ * (and, with a slice, the kicker) often finds one that has not run for a
+ * whole period. Such a worker is runnable, or asleep inside the library
+ * (in_lib set), never asleep in a call of its own, so no look may make it
+ * BLOCKED: unannounced_blocks stays 0, and, without a slice (a preempted
+ * worker is in user code while the next one runs), no two workers of the
+ * one server are ever in user code together (`nf_inside`). A probe whose answer
+ * was stale by the time the decision was taken (the worker had slept in
+ * umcg_yield() and come back) used to break both, now and then.
+ */
+#define NF_WORKERS 4
+#define NF_HOGS 4
+#define NF_RUN_MS 1500
+
+static atomic_int nf_inside, nf_overlaps;
+
+static void *nf_yielder(void *arg)
+{
+	uint64_t end = h_now(CLOCK_MONOTONIC) + NF_RUN_MS * MS;
+	int i;
+
+	(void)arg;
+	while (h_now(CLOCK_MONOTONIC) < end) {
+		if (atomic_fetch_add(&nf_inside, 1) != 0)
+			BUMP(&nf_overlaps);
+		for (i = 0; i < 200; i++)
+			atomic_signal_fence(memory_order_seq_cst);
+		atomic_fetch_sub(&nf_inside, 1);
+		EXPECT(umcg_yield() == 0, "umcg_yield");
+	}
+	return NULL;
+}
+
+static void *nf_hog(void *arg)
+{
+	(void)arg;
+	while (!LOAD(&stop))
+		atomic_signal_fence(memory_order_seq_cst);
+	return NULL;
+}
+
+START_TEST(no_false_detection)
+{
+	struct umcg_rt *rt = rt_start(1, _i ? 200000 : 0);
+	struct umcg_worker *w[NF_WORKERS];
+	struct umcg_server_stats st;
+	pthread_t hogs[NF_HOGS];
+	int i;
+
+	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MIN_NS), 0);
+	STORE(&stop, 0);
+	STORE(&nf_overlaps, 0);
+	for (i = 0; i < NF_HOGS; i++)
+		ck_assert_int_eq(pthread_create(&hogs[i], NULL, nf_hog, NULL), 0);
+	for (i = 0; i < NF_WORKERS; i++)
+		ck_assert_int_eq(umcg_spawn(rt, &w[i], NULL, nf_yielder, NULL), 0);
+	for (i = 0; i < NF_WORKERS; i++)
+		ck_assert_int_eq(umcg_join(w[i], NULL), 0);
+	STORE(&stop, 1);
+	for (i = 0; i < NF_HOGS; i++)
+		pthread_join(hogs[i], NULL);
+	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
+	EXPECT(st.unannounced_blocks == 0 && (_i || LOAD(&nf_overlaps) == 0),
+	       "workers that never slept: %" PRIu64 " detected as blocked, %d times two in user "
+	       "code on one server",
+	       st.unannounced_blocks, LOAD(&nf_overlaps));
+	rt_end(rt);
+}
+END_TEST
+
 /* The blocking cases run with a 2 ms bound, whatever UMCG_DETECT_NS says. */
 static void detect_on(void)
 {
@@ -455,6 +529,7 @@ static Suite *detect_suite(void)
 	tcase_add_test(tb, libc_lock);
 	tcase_add_test(tb, woken_sleeper_is_taken_back);
 	tcase_add_test(tb, full_time_under_preemption);
+	tcase_add_loop_test(tb, no_false_detection, 0, 2);
 	suite_add_tcase(s, tb);
 	return s;
 }
