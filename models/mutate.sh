@@ -6,7 +6,7 @@
 #
 #   models/mutate.sh [NAME...]     (default: every mutant)
 #
-# Each mutant is a -D switch of abi.pml, rt.pml, sync.pml or chan.pml, named after the C line
+# Each mutant is a -D switch of abi.pml, rt.pml, sync.pml, chan.pml or detect.pml, named after the C line
 # it mirrors, with the scope and the check that should kill it. A mutant is
 # killed when check.sh finds an error (exit 1). Prints "N of N mutants
 # killed"; exits 1 if any survived or a check could not complete, 77 when
@@ -42,6 +42,10 @@ mutants=(
 	"M_SEL_LOCK_EACH|chan select safety|sync.c chan_select(): poll and queue one channel at a time under its own lock"
 	"M_NO_UNQUEUE|chan select safety|sync.c chan_select(): sel_unqueue() of the loser nodes removed"
 	"M_TIMEOUT_NO_CLAIM|chan select safety|sync.c chan_select(): a timeout returns without claiming its own select record"
+	"M_NO_CPU_RECHECK|detect 1x2 safety|emulated.c detect_block(): the second read of the CPU clock removed"
+	"M_NO_INLIB_RECHECK|detect 1x2 safety|emulated.c detect_block(): the load of in_lib under DET_DECIDING removed"
+	"M_DECIDE_STORE|detect 1x2 safety|emulated.c detect_block(): the DET_NONE -> DET_DECIDING CAS turned into a load and a store"
+	"R_DETECTION_REACHABLE|detect 1x2 safety|not a mutant: asserts that no detection happens, so the model must reach one"
 )
 
 if ! command -v spin >/dev/null 2>&1; then
