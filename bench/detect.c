@@ -358,12 +358,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (umcg_backend_active() != UMCG_BACKEND_EMULATED) {
-		printf("{\"benchmark\": \"umcg-bench-detect\", \"skipped\": \"detection is the "
+		printf("{\"bench\": \"detect\", \"skipped\": \"detection is the "
 		       "emulation's; backend %s\"}\n",
 		       umcg_backend_name(umcg_backend_active()));
 		return 0;
 	}
-	printf("{\n  \"benchmark\": \"umcg-bench-detect\",\n  \"backend\": \"emulated\",\n"
+	printf("{\n  \"bench\": \"detect\",\n  \"backend\": \"emulated\",\n"
 	       "  \"window_ms\": %.0f,\n  \"bound_us\": %.0f,\n  \"repeat\": %u,\n",
 	       (double)opt.window_ns / 1e6, (double)opt.bound_ns / 1e3, opt.repeat);
 	run_probes(&opt);
