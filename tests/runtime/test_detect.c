@@ -8,7 +8,9 @@
  * by userfaultfd, a stdio lock held by a plain thread. A case passes when
  * another worker of the same server ran while the sleeper slept, the sleep
  * lasted what it asked and returned its own result, and the server counted
- * the block in unannounced_blocks. No timing is asserted beyond "never
+ * the block in unannounced_blocks. One case checks the converse: workers
+ * that never sleep in a call of their own, on loaded CPUs, are never made
+ * BLOCKED (no_false_detection). No timing is asserted beyond "never
  * shorter than asked"; waits for progress are bounded by h_liveness_ns().
  * On the kernel backend the same cases pass (the kernel sees the blocks),
  * except that unannounced_blocks stays 0.
