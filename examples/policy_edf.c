@@ -194,12 +194,26 @@ static struct umcg_worker *edf_pick_next(void *policy, unsigned int server)
 	return umcg_worker_from_link(l);
 }
 
+/*
+ * Wake-up preemption: a worker that arrives with an earlier deadline than
+ * the running one's (as enqueue() stored it) takes the CPU at once.
+ */
+static bool edf_preempts(void *policy, unsigned int server, struct umcg_worker *w,
+			 struct umcg_worker *running)
+{
+	(void)policy;
+	(void)server;
+	return edf_before(umcg_worker_link(w), umcg_worker_link(running));
+}
+
 static const struct umcg_policy_ops edf_policy = {
 	.name = "edf",
 	.create = edf_create,
 	.destroy = edf_destroy,
 	.enqueue = edf_enqueue,
 	.pick_next = edf_pick_next,
+	.flags = UMCG_POLICY_F_WAKE_PREEMPT,
+	.preempts = edf_preempts,
 };
 
 /* ---- the program ------------------------------------------------------------ */

@@ -268,6 +268,15 @@ static struct umcg_worker *prio_steal(void *policy, unsigned int thief)
 	return NULL;
 }
 
+/* Wake-up preemption: an arrival of a higher priority runs first. */
+static bool prio_preempts(void *policy, unsigned int server, struct umcg_worker *w,
+			  struct umcg_worker *running)
+{
+	(void)policy;
+	(void)server;
+	return umcg_worker_priority(w) > umcg_worker_priority(running);
+}
+
 static size_t prio_nr_queued(void *policy, unsigned int server)
 {
 	return umcg__load(&((struct prio *)policy)->q[server].nr, umcg__relaxed);
@@ -281,4 +290,6 @@ UMCG_API const struct umcg_policy_ops umcg_policy_priority = {
 	.pick_next = prio_pick_next,
 	.steal = prio_steal,
 	.nr_queued = prio_nr_queued,
+	.flags = UMCG_POLICY_F_WAKE_PREEMPT,
+	.preempts = prio_preempts,
 };

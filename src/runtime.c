@@ -239,6 +239,7 @@ struct server {
 	int idle; /* sleeping with nothing to run */
 	int overtime; /* current ran past its slice, nothing waits */
 	bool overtime_wait; /* our wait's deadline is the overtime backstop */
+	bool wake_preempt; /* handle_list(): an arrival outranks current */
 	bool rt_class; /* runs SCHED_FIFO or SCHED_RR (set or inherited) */
 	int ready; /* registered (futex for start) */
 	struct umcg_worker *current; /* ran last and may still be running */
@@ -592,7 +593,31 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 		if (why == UMCG_ENQ_YIELD)
 			STAT_INC(s->st.yields);
 		rt->ops.enqueue(rt->policy, s->idx, w, why);
+		if ((why == UMCG_ENQ_NEW || why == UMCG_ENQ_WAKE) && s->current &&
+		    !s->wake_preempt && (rt->ops.flags & UMCG_POLICY_F_WAKE_PREEMPT) &&
+		    rt->ops.preempts && rt->ops.preempts(rt->policy, s->idx, w, s->current))
+			s->wake_preempt = true;
 	}
+}
+
+/*
+ * Wake-up preemption (struct umcg_policy_ops, @preempts): an arrival that
+ * the policy ranks above the running worker preempts it now, as a slice
+ * end would. A worker that stopped in the meantime fails the ABI's CAS
+ * and is found on the list at the next turn.
+ */
+static void wake_preempt(struct server *s)
+{
+	struct umcg_worker *c = s->current;
+
+	s->wake_preempt = false;
+	if (!c || c->preempt_sent)
+		return;
+	c->preempt_sent = 1;
+	if (umcg_preempt(&c->task, c->tid))
+		c->preempt_sent = 0;
+	else
+		UMCG_TRACE2(preempt, (int)s->idx, c->tid);
 }
 
 /* Release the exiting workers collected by handle_list(). */
@@ -742,6 +767,8 @@ static void server_loop(struct server *s)
 		resolve_current(s);
 		if (list) {
 			handle_list(s, list, &exits);
+			if (s->wake_preempt)
+				wake_preempt(s);
 			/* Queued behind a running worker: a thief may help. */
 			if (s->current)
 				wake_idle(s);

@@ -621,6 +621,17 @@ struct umcg_policy_link {
  * @on_block: optional; @w, which @server was running, blocked.
  * @on_exit: optional; @w, last run by @server, finished.
  * @flags: UMCG_POLICY_F_* bits.
+ * @preempts: optional, and read only if @flags has
+ *	UMCG_POLICY_F_WAKE_PREEMPT (so a policy built before the field existed
+ *	is never read past its end); wake-up preemption. @w was just handed to
+ *	enqueue() on @server with UMCG_ENQ_NEW or UMCG_ENQ_WAKE while @running
+ *	runs there: return true if @w should run before @running, and the
+ *	runtime preempts @running at once, slice or no slice (cooperative
+ *	runtimes too): it comes back through enqueue() with UMCG_ENQ_PREEMPT
+ *	and pick_next() chooses. Called by @server, with the same rules as
+ *	enqueue(); @running is not queued, so read only what enqueue() stored
+ *	for it or what the worker API returns. umcg_policy_priority uses it
+ *	(a higher priority preempts).
  */
 struct umcg_policy_ops {
 	const char *name;
@@ -635,6 +646,8 @@ struct umcg_policy_ops {
 	void (*on_block)(void *policy, unsigned int server, struct umcg_worker *w);
 	void (*on_exit)(void *policy, unsigned int server, struct umcg_worker *w);
 	unsigned int flags;
+	bool (*preempts)(void *policy, unsigned int server, struct umcg_worker *w,
+			 struct umcg_worker *running);
 };
 
 /*
@@ -649,10 +662,18 @@ struct umcg_policy_ops {
  */
 #define UMCG_POLICY_F_HANDOFF 0x1U
 
+/*
+ * UMCG_POLICY_F_WAKE_PREEMPT - the policy fills in @preempts: a worker that
+ * arrives (new, or back from blocking or a park) and that the policy ranks
+ * above the running one preempts it at once (struct umcg_policy_ops).
+ */
+#define UMCG_POLICY_F_WAKE_PREEMPT 0x2U
+
 /** umcg_policy_fifo - FIFO per server, idle servers steal, surplus wakes idle. */
 UMCG_API extern const struct umcg_policy_ops umcg_policy_fifo;
 /** umcg_policy_priority - strict priority (UMCG_PRIORITY_MAX highest), FIFO within a level,
- * per server, with stealing of the highest-priority queued worker. */
+ * per server, with stealing of the highest-priority queued worker; an arriving worker of a
+ * higher priority than the running one preempts it (UMCG_POLICY_F_WAKE_PREEMPT). */
 UMCG_API extern const struct umcg_policy_ops umcg_policy_priority;
 
 /**

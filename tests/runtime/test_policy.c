@@ -43,6 +43,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -357,6 +358,113 @@ START_TEST(test_priority_order)
 		spawn(rt, NULL, po_prio[i], -1, po_worker, i);
 	rt_down(rt);
 	check_levels(po_prio, PO_WORKERS, PO_ROUNDS);
+}
+END_TEST
+
+/* ---- wake-up preemption ------------------------------------------------- */
+
+/*
+ * One server, cooperative unless the loop says 1 ms slices. A hog of
+ * priority 1 spins without yielding until it is told to stop (or gives up
+ * after h_liveness_ns()). A worker that then arrives with priority 5 must
+ * run while the hog still spins, twice: when it is new, and when it comes
+ * back from a sleep (umcg_sleep_for() blocks it: UMCG_ENQ_WAKE). Each
+ * arrival is a preemption the server counts. Then one of priority 0
+ * arrives: it must not preempt; it runs only after the hog has finished.
+ */
+static atomic_int wp_hog_running, wp_stop, wp_hog_gave_up, wp_hog_done;
+static atomic_int wp_high_runs, wp_high_saw_hog, wp_low_saw_done = -1;
+
+static void *wp_hog(void *arg)
+{
+	uint64_t give_up = umcg_now() + h_liveness_ns();
+
+	(void)arg;
+	atomic_store(&wp_hog_running, 1);
+	while (!atomic_load(&wp_stop)) {
+		if (umcg_now() > give_up) {
+			atomic_store(&wp_hog_gave_up, 1);
+			break;
+		}
+		spin(100);
+	}
+	atomic_store(&wp_hog_done, 1);
+	return NULL;
+}
+
+static void *wp_high(void *arg)
+{
+	(void)arg;
+	/* The hog is still spinning each time: it was preempted for us. */
+	if (!atomic_load(&wp_hog_done))
+		atomic_fetch_add(&wp_high_saw_hog, 1);
+	atomic_fetch_add(&wp_high_runs, 1);
+	umcg_sleep_for(5000000);
+	if (!atomic_load(&wp_hog_done))
+		atomic_fetch_add(&wp_high_saw_hog, 1);
+	atomic_fetch_add(&wp_high_runs, 1);
+	return NULL;
+}
+
+static void *wp_low(void *arg)
+{
+	(void)arg;
+	atomic_store(&wp_low_saw_done, atomic_load(&wp_hog_done));
+	return NULL;
+}
+
+START_TEST(test_wake_preempt)
+{
+	struct umcg_rt *rt = rt_up(&umcg_policy_priority, NULL, 1, _i ? 1000000 : 0);
+	struct umcg_worker *hog = NULL, *high = NULL, *low = NULL;
+	struct umcg_server_stats st;
+	uint64_t preempts;
+
+	atomic_store(&wp_hog_running, 0);
+	atomic_store(&wp_stop, 0);
+	atomic_store(&wp_hog_gave_up, 0);
+	atomic_store(&wp_hog_done, 0);
+	atomic_store(&wp_high_runs, 0);
+	atomic_store(&wp_high_saw_hog, 0);
+	atomic_store(&wp_low_saw_done, -1);
+	spawn(rt, &hog, 1, -1, wp_hog, 0);
+	while (!atomic_load(&wp_hog_running))
+		h_sleep_us(100);
+	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
+	preempts = st.preemptions;
+	spawn(rt, &high, 5, -1, wp_high, 0);
+	ck_assert_int_eq(umcg_join(high, NULL), 0);
+	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
+	ck_assert_msg(atomic_load(&wp_high_saw_hog) == 2 && !atomic_load(&wp_hog_done),
+		      "the priority-5 arrival ran %d times, %d of them while the hog spun "
+		      "(hog done: %d)",
+		      atomic_load(&wp_high_runs), atomic_load(&wp_high_saw_hog),
+		      atomic_load(&wp_hog_done));
+	if (!_i)
+		ck_assert_msg(st.preemptions - preempts == 2,
+			      "%" PRIu64 " preemptions for two arrivals of a higher priority "
+			      "in a cooperative runtime",
+			      st.preemptions - preempts);
+	else
+		ck_assert_uint_ge(st.preemptions - preempts, 2);
+	/* Lower than the hog: no preemption, it waits for the hog's end (in
+	 * a preemptive runtime a slice end may let it in; cooperative only). */
+	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
+	preempts = st.preemptions;
+	spawn(rt, &low, 0, -1, wp_low, 0);
+	h_sleep_us(20000);
+	atomic_store(&wp_stop, 1);
+	ck_assert_int_eq(umcg_join(low, NULL), 0);
+	ck_assert_int_eq(umcg_join(hog, NULL), 0);
+	ck_assert_msg(!atomic_load(&wp_hog_gave_up), "the hog gave up: nobody stopped it");
+	if (!_i) {
+		ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
+		ck_assert_msg(atomic_load(&wp_low_saw_done) == 1 && st.preemptions == preempts,
+			      "a lower-priority arrival preempted the hog (it ran before the hog "
+			      "was done: %d; %" PRIu64 " preemptions)",
+			      atomic_load(&wp_low_saw_done) != 1, st.preemptions - preempts);
+	}
+	rt_down(rt);
 }
 END_TEST
 
@@ -1187,6 +1295,7 @@ static Suite *policy_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_priority_starves_lower);
 	tcase_add_test(tc, test_priority_order);
+	tcase_add_loop_test(tc, test_wake_preempt, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("user");
