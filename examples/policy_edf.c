@@ -36,7 +36,10 @@
  * earliest deadline of all spawns NR_JOBS jobs with shuffled deadlines;
  * since the launcher's own deadline is the earliest, EDF keeps picking it
  * each time it yields, until all jobs have been queued (the policy counts
- * them), and only then does it finish. Each job writes down when it first
+ * them), and only then does it open the jobs' gate and finish (a job that
+ * ran while the launcher was blocked in umcg_spawn() waits at the gate;
+ * when the launcher wakes, its earlier deadline preempts that job at once:
+ * preempts(), wake-up preemption). Each job writes down when it first
  * runs and each time it comes back from one of its NR_YIELDS yields. EDF
  * gives the earliest queued deadline the CPU, so a job that yields is
  * picked again at once, and the runs come job by job, by deadline. One job,
@@ -238,6 +241,7 @@ static uint64_t late; /* after every job's deadline */
 static int runs[NR_RUNS];
 static atomic_int nr_runs, nr_first;
 static atomic_int launch_errors;
+static atomic_bool gate_open; /* set by the launcher once every job is queued */
 static bool launcher_gave_up;
 
 /* Workers make no system calls that may block here; they only record. */
@@ -254,6 +258,15 @@ static void *job_main(void *arg)
 	struct job *j = arg;
 	int k;
 
+	/*
+	 * A job may get the CPU before all are queued: while the launcher is
+	 * blocked inside umcg_spawn() (creating a thread can sleep), the
+	 * server runs what it has. Such a job waits here, yielding, until the
+	 * launcher comes back (it preempts us: its deadline is the earliest)
+	 * and has seen every job queued; the runs counted start after it.
+	 */
+	while (!atomic_load(&gate_open))
+		umcg_yield();
 	j->first_run = atomic_fetch_add(&nr_first, 1);
 	ran(j->id);
 	if (j->procrastinate)
@@ -291,6 +304,7 @@ static void *launcher_main(void *arg)
 		}
 		umcg_yield();
 	}
+	atomic_store(&gate_open, true);
 	return NULL;
 }
 
