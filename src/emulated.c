@@ -457,6 +457,9 @@ static uint64_t detect_ns = DETECT_DEFAULT_NS;
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static int watch_started; /* 0, 1, or WATCH_FAILED */
 static int watch_idle; /* futex word: 1 while the watcher has nothing to watch */
+/* futex word: 1 once the watcher's thread runs watch_main(), or could not
+ * be created (see fork_prepare()) */
+static int watch_up;
 /* The watcher's own probe descriptors. */
 static pid_t watch_probe_tid[NR_PROBE_SLOTS];
 static int watch_probe_fd[NR_PROBE_SLOTS];
@@ -951,6 +954,8 @@ static void *watch_main(void *arg)
 	uint64_t bound;
 
 	(void)arg;
+	umcg__store(&watch_up, 1, umcg__release);
+	umcg__futex_wake((uint32_t *)&watch_up);
 	for (;;) {
 		bound = umcg__load(&detect_ns, umcg__relaxed);
 		if (bound && watch_scan()) {
@@ -1008,6 +1013,10 @@ static void watch_start(void)
 		else
 			pthread_setname_np(th, "umcg-watch");
 		pthread_attr_destroy(&attr);
+	}
+	if (umcg__load(&watch_started, umcg__acquire) == WATCH_FAILED) {
+		umcg__store(&watch_up, 1, umcg__release);
+		umcg__futex_wake((uint32_t *)&watch_up);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = saved;
@@ -1161,8 +1170,19 @@ static void kick_handler(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+/*
+ * Before fork(): if the watcher's thread is still starting (created by the
+ * first registration of a worker, which may be just before the fork), wait
+ * until it runs. A thread in its start-up holds locks of the allocator for
+ * a moment, and an allocator that does not lock itself around fork() (the
+ * one of AddressSanitizer here) would leave them held in the child, whose
+ * next malloc() never returns. Once, for a few microseconds, per process.
+ */
 static void fork_prepare(void)
 {
+	if (umcg__load(&watch_started, umcg__acquire) == 1)
+		while (!umcg__load(&watch_up, umcg__acquire))
+			umcg__futex_wait((uint32_t *)&watch_up, 0, NULL, 0);
 	umcg__registry_lock();
 }
 
@@ -1185,6 +1205,7 @@ static void fork_child(void)
 		probe_close_all(t->probe_tid, t->probe_fd);
 	probe_close_all(watch_probe_tid, watch_probe_fd);
 	umcg__store(&watch_started, 0, umcg__relaxed);
+	umcg__store(&watch_up, 0, umcg__relaxed);
 	umcg__store(&watch_idle, 0, umcg__relaxed);
 	pthread_setspecific(exit_key, NULL);
 }
