@@ -1177,12 +1177,21 @@ static void kick_handler(int sig, siginfo_t *si, void *uc)
  * a moment, and an allocator that does not lock itself around fork() (the
  * one of AddressSanitizer here) would leave them held in the child, whose
  * next malloc() never returns. Once, for a few microseconds, per process.
+ * At most 1 s: a fork() from a signal handler that interrupted watch_start()
+ * itself, before its pthread_create(), would otherwise wait for ever.
  */
 static void fork_prepare(void)
 {
-	if (umcg__load(&watch_started, umcg__acquire) == 1)
-		while (!umcg__load(&watch_up, umcg__acquire))
-			umcg__futex_wait((uint32_t *)&watch_up, 0, NULL, 0);
+	struct timespec end;
+
+	if (umcg__load(&watch_started, umcg__acquire) == 1 &&
+	    !umcg__load(&watch_up, umcg__acquire)) {
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		end.tv_sec += 1;
+		while (!umcg__load(&watch_up, umcg__acquire) &&
+		       umcg__futex_wait((uint32_t *)&watch_up, 0, &end, 0) != -ETIMEDOUT)
+			;
+	}
 	umcg__registry_lock();
 }
 
