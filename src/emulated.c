@@ -460,6 +460,13 @@ static int watch_idle; /* futex word: 1 while the watcher has nothing to watch *
 /* futex word: 1 once the watcher's thread runs watch_main(), or could not
  * be created (see fork_prepare()) */
 static int watch_up;
+
+/* The watcher runs, or will not: let a waiting fork_prepare() go on. */
+static void watch_up_set(void)
+{
+	umcg__store(&watch_up, 1, umcg__release);
+	umcg__futex_wake((uint32_t *)&watch_up);
+}
 /* The watcher's own probe descriptors. */
 static pid_t watch_probe_tid[NR_PROBE_SLOTS];
 static int watch_probe_fd[NR_PROBE_SLOTS];
@@ -782,18 +789,23 @@ static void reclaim(struct umcg__etask *e)
 }
 
 /*
- * ran_since() - has worker @t (thread @tid) had CPU time since the last
- * kicker looked? A runnable thread that has not may be inside the kernel,
+ * ran_since_cpu() - has worker @t had CPU time since the last kicker
+ * looked? @cpu is its thread's CPU clock, read now (ran_since() reads it
+ * for thread @tid). A runnable thread that has not may be inside the kernel,
  * woken from a sleep and waiting for its CPU to return: a signal now would
  * turn the end of a poll() or epoll_wait() timeout into EINTR. One that has
  * was running user code moments ago. The first look passes.
  */
-static bool ran_since(struct umcg__etask *t, pid_t tid)
+static bool ran_since_cpu(struct umcg__etask *t, uint64_t cpu)
 {
-	uint64_t cpu = thread_cpu_ns(tid);
 	uint64_t last = umcg__xchg(&t->kick_cpu, cpu, umcg__relaxed);
 
 	return !cpu || cpu != last;
+}
+
+static bool ran_since(struct umcg__etask *t, pid_t tid)
+{
+	return ran_since_cpu(t, thread_cpu_ns(tid));
 }
 
 /*
@@ -954,8 +966,7 @@ static void *watch_main(void *arg)
 	uint64_t bound;
 
 	(void)arg;
-	umcg__store(&watch_up, 1, umcg__release);
-	umcg__futex_wake((uint32_t *)&watch_up);
+	watch_up_set();
 	for (;;) {
 		bound = umcg__load(&detect_ns, umcg__relaxed);
 		if (bound && watch_scan()) {
@@ -1014,10 +1025,8 @@ static void watch_start(void)
 			pthread_setname_np(th, "umcg-watch");
 		pthread_attr_destroy(&attr);
 	}
-	if (umcg__load(&watch_started, umcg__acquire) == WATCH_FAILED) {
-		umcg__store(&watch_up, 1, umcg__release);
-		umcg__futex_wake((uint32_t *)&watch_up);
-	}
+	if (umcg__load(&watch_started, umcg__acquire) == WATCH_FAILED)
+		watch_up_set();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = saved;
 }
@@ -1503,7 +1512,7 @@ static int kick_pinned(struct umcg__etask *t, pid_t tid)
 			return 0;
 		case PROBE_RUNNABLE:
 			/* Not yet: the next slice end kicks again. */
-			if (!ran_since(t, tid))
+			if (!ran_since_cpu(t, cpu))
 				return 0;
 			break;
 		}
