@@ -140,6 +140,9 @@ static void fill_sigpending(void)
 	close(ready[1]);
 	close(hold[0]);
 	filler_pipe = hold[1];
+	p = (struct pollfd){ .fd = ready[0], .events = POLLIN };
+	ck_assert_msg(poll(&p, 1, (int)(LIVENESS_NS / 1000000)) == 1,
+		      "no progress: the filler never reported its full queue");
 	ck_assert_int_eq(read(ready[0], &c, 1), 1);
 	close(ready[0]);
 	ck_assert_msg(c == 'F', "the filler's sigqueue() did not fail with EAGAIN");
@@ -230,6 +233,27 @@ static void *raw_worker(void *arg)
 	return NULL;
 }
 
+/*
+ * Join @th within LIVENESS_NS, or fail naming where the raw pair stands:
+ * a hang here would otherwise end in the test's timeout with nothing said.
+ */
+static void join_within(pthread_t th, const char *what)
+{
+	struct timespec end;
+	int err;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += LIVENESS_NS / NSEC_PER_SEC;
+	err = pthread_timedjoin_np(th, NULL, &end);
+	ck_assert_msg(err == 0,
+		      "no progress: %s (%s); worker state %#x, server state %#x, pushes %d, "
+		      "worker done %d",
+		      what, strerror(err),
+		      atomic_load_explicit(h_atomic(&r.wk.state), memory_order_acquire),
+		      atomic_load_explicit(h_atomic(&r.srv.state), memory_order_acquire),
+		      load_int(&r.pushes), load_int(&r.wk_done));
+}
+
 static bool worker_spins(void)
 {
 	return load_int(&r.wk_spinning) &&
@@ -264,8 +288,8 @@ START_TEST(raw_kick_under_full_queue)
 	ck_assert_int_eq(umcg_kick(0, load_int(&r.wk_tid)), 0);
 	wait_for(worker_pushed_again, "the kicked worker is preempted");
 	store_int(&r.stop, 1);
-	ck_assert_int_eq(pthread_join(w, NULL), 0);
-	ck_assert_int_eq(pthread_join(s, NULL), 0);
+	join_within(w, "the worker unregisters and ends");
+	join_within(s, "the server ends");
 	release_sigpending();
 }
 END_TEST
