@@ -337,11 +337,17 @@ static void return_to_user(struct umcg__etask *e)
 			wait_running(e, 0);
 			continue;
 		}
-		/* Running again: a thief may have moved us to its server. */
+		/* Running again: a thief may have moved us to its server.
+		 * Its CPU is taken with in_lib set: sched_setaffinity() may
+		 * sleep until the move is done, and a sleep in user code is
+		 * what detection looks for. */
 		if (e->worker && (s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING) {
 			srv = server_of(e);
-			if (srv)
+			if (srv && e->synced_server != srv) {
+				umcg__store(&e->in_lib, 1, umcg__seq_cst);
 				follow_server(e, srv);
+				continue;
+			}
 			/* A worker back in user code is what the watcher
 			 * watches: wake it if it sleeps ("Detection"). */
 			watch_poke();
