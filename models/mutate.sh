@@ -6,7 +6,7 @@
 #
 #   models/mutate.sh [NAME...]     (default: every mutant)
 #
-# Each mutant is a -D switch of abi.pml, rt.pml, sync.pml, chan.pml or detect.pml, named after the C line
+# Each mutant is a -D switch of abi.pml, rt.pml, sync.pml, chan.pml, detect.pml or pin.pml, named after the C line
 # it mirrors, with the scope and the check that should kill it. A mutant is
 # killed when check.sh finds an error (exit 1). Prints "N of N mutants
 # killed"; exits 1 if any survived or a check could not complete, 77 when
@@ -46,6 +46,8 @@ mutants=(
 	"M_NO_INLIB_RECHECK|detect 1x2 safety|emulated.c detect_block(): the load of in_lib under DET_DECIDING removed"
 	"M_DECIDE_STORE|detect 1x2 safety|emulated.c detect_block(): the DET_NONE -> DET_DECIDING CAS turned into a load and a store"
 	"R_DETECTION_REACHABLE|detect 1x2 safety|not a mutant: asserts that no detection happens, so the model must reach one"
+	"M_PIN_RESET|pin 2x2 safety|registry.c umcg__etask_alloc(): pins = 0 stored on a reused record"
+	"M_PIN_NO_RECHECK|pin 2x2 safety|emulated.c pin(): the re-read of tid after the increment removed"
 )
 
 if ! command -v spin >/dev/null 2>&1; then

@@ -1224,9 +1224,13 @@ static void fork_child(void)
 	umcg__registry_forget_all();
 	self_task = NULL;
 	umcg__intercept = 0;
-	/* No watcher here; the descriptors name the parent's threads. */
-	for (t = umcg__etask_all(); t; t = t->all_next)
+	/* No watcher here; the descriptors name the parent's threads. A pin
+	 * some other thread held at the fork is never taken back here: the
+	 * child is alone, so every record has none (see umcg__etask_alloc()). */
+	for (t = umcg__etask_all(); t; t = t->all_next) {
 		probe_close_all(t->probe_tid, t->probe_fd);
+		umcg__store(&t->pins, 0, umcg__relaxed);
+	}
 	probe_close_all(watch_probe_tid, watch_probe_fd);
 	umcg__store(&watch_started, 0, umcg__relaxed);
 	umcg__store(&watch_up, 0, umcg__relaxed);

@@ -75,7 +75,12 @@ struct umcg__etask *umcg__etask_alloc(void)
 	umcg__store(&e->in_block, 0, umcg__relaxed);
 	umcg__store(&e->kick_pending, 0, umcg__relaxed);
 	umcg__store(&e->detected, 0, umcg__relaxed);
-	umcg__store(&e->pins, 0, umcg__relaxed);
+	/* `pins` is left alone: it is 0 here but for a stale reader's
+	 * increment, which that reader takes back itself once it sees a tid
+	 * that is not its own (emulated.c, pin()). A store of 0 under it
+	 * would leave -1 behind, and the record's next owner would wait for
+	 * ever in its unregistration. (A fork child, where the reader is
+	 * gone, clears it: emulated.c, fork_child().) */
 	umcg__store(&e->reclaim, 0, umcg__relaxed);
 	umcg__store(&e->reclaim_req, 0, umcg__relaxed);
 	umcg__store(&e->kick_cpu, 0, umcg__relaxed);
