@@ -457,7 +457,7 @@ END_TEST
 #define NF_WORKERS 4
 #define NF_HOGS 4
 #define NF_RUN_MS 1500
-#define NF_STACK_TOUCH (128 * 1024)
+#define NF_STACK_TOUCH (32 * 1024)
 
 static atomic_int nf_inside, nf_overlaps, nf_ready, nf_go, nf_done;
 
