@@ -535,7 +535,7 @@ START_TEST(no_false_detection)
 	struct umcg_server_stats st;
 	pthread_t hogs[NF_HOGS];
 	char seen[1024] = "";
-	uint64_t base;
+	uint64_t base, until;
 	int i;
 
 	ck_assert_int_eq(umcg_detect_set(UMCG_DETECT_MIN_NS), 0);
@@ -551,11 +551,13 @@ START_TEST(no_false_detection)
 	WAIT_UNTIL(LOAD(&nf_ready) == NF_WORKERS);
 	ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
 	base = st.unannounced_blocks;
-	STORE(&nf_overlaps, 0);
 	STORE(&nf_go, 1);
 	/* Until they are done: catch the first block counted while the
 	 * worker it names may still be where it was found. */
+	until = h_now(CLOCK_MONOTONIC) + NF_RUN_MS * MS + h_liveness_ns();
 	while (LOAD(&nf_done) < NF_WORKERS) {
+		ck_assert_msg(h_now(CLOCK_MONOTONIC) < until, "no progress: %d of %d workers done",
+			      LOAD(&nf_done), NF_WORKERS);
 		ck_assert_int_eq(umcg_rt_server_stats(rt, 0, &st), 0);
 		if (st.unannounced_blocks != base && !seen[0]) {
 			snprintf(seen, sizeof(seen), "; at the first:");
