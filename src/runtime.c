@@ -601,23 +601,31 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 }
 
 /*
+ * Preempt current worker @c of @s (TF_PREEMPT and a kick): it comes back
+ * through handle_list() as UMCG_ENQ_PREEMPT. A worker that stopped in the
+ * meantime fails the ABI's CAS and is found on the list at the next turn.
+ */
+static void send_preempt(struct server *s, struct umcg_worker *c)
+{
+	c->preempt_sent = 1;
+	if (umcg_preempt(&c->task, c->tid))
+		c->preempt_sent = 0;
+	else
+		UMCG_TRACE2(preempt, (int)s->idx, c->tid);
+}
+
+/*
  * Wake-up preemption (struct umcg_policy_ops, @preempts): an arrival that
  * the policy ranks above the running worker preempts it now, as a slice
- * end would. A worker that stopped in the meantime fails the ABI's CAS
- * and is found on the list at the next turn.
+ * end would.
  */
 static void wake_preempt(struct server *s)
 {
 	struct umcg_worker *c = s->current;
 
 	s->wake_preempt = false;
-	if (!c || c->preempt_sent)
-		return;
-	c->preempt_sent = 1;
-	if (umcg_preempt(&c->task, c->tid))
-		c->preempt_sent = 0;
-	else
-		UMCG_TRACE2(preempt, (int)s->idx, c->tid);
+	if (c && !c->preempt_sent)
+		send_preempt(s, c);
 }
 
 /* Release the exiting workers collected by handle_list(). */
@@ -738,11 +746,7 @@ static uint64_t check_slice(struct server *s, bool expired)
 	/* Something waits that did not wake us: see missed_wakeups. */
 	if (expired)
 		STAT_INC(s->st.missed_wakeups);
-	c->preempt_sent = 1;
-	if (umcg_preempt(&c->task, c->tid))
-		c->preempt_sent = 0;
-	else
-		UMCG_TRACE2(preempt, (int)s->idx, c->tid);
+	send_preempt(s, c);
 	/* If the kick has not landed a slice from now, kick again. */
 	s->slice_end = add_sat(now, rt->attr.timeslice_ns);
 	return s->slice_end;
