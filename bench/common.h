@@ -480,4 +480,16 @@ static inline void json_bool(struct json *j, const char *key, bool v)
 	fputs(v ? "true" : "false", j->f);
 }
 
+/* An array of @n doubles under @key, @dec decimals each. */
+static inline void json_pairs(struct json *j, const char *key, const double *v, unsigned int n,
+			      int dec)
+{
+	unsigned int i;
+
+	json_array(j, key);
+	for (i = 0; i < n; i++)
+		json_double(j, NULL, v[i], dec);
+	json_close(j, ']');
+}
+
 #endif /* UMCG_BENCH_COMMON_H */
