@@ -850,6 +850,15 @@ static void json_phase(struct json *j, const char *key, const struct phase_resul
 	json_close(j, '}');
 }
 
+/* A target @max (0: none) for @value: reported as @key, and into @met. */
+static void target(struct json *j, const char *key, double value, double max, bool *met)
+{
+	if (!max)
+		return;
+	json_double(j, key, max, 2);
+	*met &= value <= max;
+}
+
 /*
  * The figures of preemptive version slices[@i]: the slice meter's @f and the
  * ratios of its latencies and throughput (medians @sum) to the others', and
@@ -867,44 +876,20 @@ static void json_slice(struct json *j, unsigned int i, const struct mode_summary
 	bool met = true;
 
 	json_object(j, slices[i].key);
-	json_u64(j, "requested_us", slices[i].slice_us);
-	json_double(j, "achieved_slice_us", f->achieved_slice_us, 1);
-	json_double(j, "achieved_slice_ratio", ratio, 3);
-	json_double(j, "preempt_cost_us", f->preempt_cost_us, 2);
-	json_double(j, "timer_floor_us", f->timer_floor_us, 2);
-	json_double(j, "cost_floor_ratio", cost_floor, 3);
-	json_u64(j, "pairs_without_preemption", f->pairs_without_preemption);
+	slice_figures_json(j, f, pairs);
 	json_double(j, "p99_ratio", p99, 3);
 	json_double(j, "p99_ratio_vs_pthread", p99_pt, 3);
 	json_double(j, "throughput_cost", thr, 4);
 	json_object(j, "targets");
-	if (slices[i].max_slice_ratio) {
-		json_double(j, "achieved_slice_ratio_max", slices[i].max_slice_ratio, 2);
-		met &= ratio <= slices[i].max_slice_ratio;
-	}
-	if (slices[i].max_p99_ratio) {
-		json_double(j, "p99_ratio_max", slices[i].max_p99_ratio, 2);
-		met &= p99 <= slices[i].max_p99_ratio;
-	}
-	if (slices[i].max_p99_ratio_vs_pthread) {
-		json_double(j, "p99_ratio_vs_pthread_max", slices[i].max_p99_ratio_vs_pthread, 2);
-		met &= p99_pt <= slices[i].max_p99_ratio_vs_pthread;
-	}
-	if (slices[i].max_throughput_cost) {
-		json_double(j, "throughput_cost_max", slices[i].max_throughput_cost, 2);
-		met &= thr <= slices[i].max_throughput_cost;
-	}
-	if (slices[i].max_cost_floor_ratio) {
-		json_double(j, "cost_floor_ratio_max", slices[i].max_cost_floor_ratio, 2);
-		met &= cost_floor <= slices[i].max_cost_floor_ratio;
-	}
-	/* A NaN (a meter pair with no event in every pair) meets nothing. */
+	target(j, "achieved_slice_ratio_max", ratio, slices[i].max_slice_ratio, &met);
+	target(j, "p99_ratio_max", p99, slices[i].max_p99_ratio, &met);
+	target(j, "p99_ratio_vs_pthread_max", p99_pt, slices[i].max_p99_ratio_vs_pthread, &met);
+	target(j, "throughput_cost_max", thr, slices[i].max_throughput_cost, &met);
+	target(j, "cost_floor_ratio_max", cost_floor, slices[i].max_cost_floor_ratio, &met);
+	/* NaN (no pair of the meter saw an event) meets nothing. */
 	met &= !isnan(ratio) && !isnan(cost_floor);
 	json_close(j, '}');
 	json_bool(j, "targets_met", met);
-	json_pairs(j, "timer_floor_us_pairs", f->timer_floor_us_pairs, pairs, 2);
-	json_pairs(j, "preempt_cost_us_pairs", f->preempt_cost_us_pairs, pairs, 2);
-	json_pairs(j, "achieved_slice_us_pairs", f->achieved_slice_us_pairs, pairs, 1);
 	json_close(j, '}');
 }
 

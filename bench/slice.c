@@ -116,18 +116,7 @@ int main(int argc, char **argv)
 
 		snprintf(key, sizeof(key), "slice_%" PRIu64 "us", periods_us[i]);
 		json_object(&j, key);
-		json_u64(&j, "requested_us", periods_us[i]);
-		json_double(&j, "achieved_slice_us", f[i].achieved_slice_us, 1);
-		json_double(&j, "achieved_slice_ratio",
-			    f[i].achieved_slice_us / (double)periods_us[i], 3);
-		json_double(&j, "preempt_cost_us", f[i].preempt_cost_us, 2);
-		json_double(&j, "timer_floor_us", f[i].timer_floor_us, 2);
-		json_double(&j, "cost_floor_ratio", f[i].preempt_cost_us / f[i].timer_floor_us, 3);
-		json_u64(&j, "pairs_without_preemption", f[i].pairs_without_preemption);
-		json_pairs(&j, "timer_floor_us_pairs", f[i].timer_floor_us_pairs, opt.pairs, 2);
-		json_pairs(&j, "preempt_cost_us_pairs", f[i].preempt_cost_us_pairs, opt.pairs, 2);
-		json_pairs(&j, "achieved_slice_us_pairs", f[i].achieved_slice_us_pairs, opt.pairs,
-			   1);
+		slice_figures_json(&j, &f[i], opt.pairs);
 		json_close(&j, '}');
 		slice_figures_free(&f[i]);
 	}

@@ -464,6 +464,20 @@ void slice_meter_measure(struct slice_meter *m, uint64_t period_us, struct slice
 		f->pairs_without_preemption ? "; some on windows had no preemption" : "");
 }
 
+void slice_figures_json(struct json *j, const struct slice_figures *f, unsigned int pairs)
+{
+	json_u64(j, "requested_us", f->period_us);
+	json_double(j, "achieved_slice_us", f->achieved_slice_us, 1);
+	json_double(j, "achieved_slice_ratio", f->achieved_slice_us / (double)f->period_us, 3);
+	json_double(j, "preempt_cost_us", f->preempt_cost_us, 2);
+	json_double(j, "timer_floor_us", f->timer_floor_us, 2);
+	json_double(j, "cost_floor_ratio", f->preempt_cost_us / f->timer_floor_us, 3);
+	json_u64(j, "pairs_without_preemption", f->pairs_without_preemption);
+	json_pairs(j, "timer_floor_us_pairs", f->timer_floor_us_pairs, pairs, 2);
+	json_pairs(j, "preempt_cost_us_pairs", f->preempt_cost_us_pairs, pairs, 2);
+	json_pairs(j, "achieved_slice_us_pairs", f->achieved_slice_us_pairs, pairs, 1);
+}
+
 void slice_figures_free(struct slice_figures *f)
 {
 	free(f->timer_floor_us_pairs);

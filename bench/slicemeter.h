@@ -51,6 +51,15 @@ int slice_meter_cpu(void);
  */
 void slice_meter_measure(struct slice_meter *m, uint64_t period_us, struct slice_figures *f);
 
+/*
+ * slice_figures_json() - write @f into the JSON object open in @j:
+ * requested_us, achieved_slice_us, achieved_slice_ratio, preempt_cost_us,
+ * timer_floor_us, cost_floor_ratio, pairs_without_preemption and the
+ * figures of each of the @pairs pairs. (struct json is common.h's.)
+ */
+struct json;
+void slice_figures_json(struct json *j, const struct slice_figures *f, unsigned int pairs);
+
 void slice_figures_free(struct slice_figures *f);
 
 #endif
