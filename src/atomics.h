@@ -26,6 +26,8 @@
 #define umcg__fetch_add(p, v, order) __atomic_fetch_add((p), (v), (order))
 #define umcg__fetch_and(p, v, order) __atomic_fetch_and((p), (v), (order))
 #define umcg__fence(order) __atomic_thread_fence(order)
+/* Orders against a signal handler of the same thread (a compiler barrier). */
+#define umcg__signal_fence() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 /* Strong compare-and-swap; on failure *@expected is updated. */
 #define umcg__cas(p, expected, desired, order)                                       \

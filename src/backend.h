@@ -27,6 +27,16 @@ struct umcg__backend_ops {
 	int (*block_begin)(void);
 	int (*block_end)(void);
 	int (*kick_signal)(void);
+	/*
+	 * slice_request() - optional (NULL: the caller preempts @t itself).
+	 * @t's server, before it runs worker @t (thread @tid): end that run
+	 * @slice_ns after it starts (0 = no slice end), by a timer of @t's
+	 * own, which preempts @t as umcg_preempt() would and stores 1 to
+	 * *@fired when it does. A later request replaces one not yet taken.
+	 * Return: 0; -ENOTSUP if @t can have no timer (the caller preempts @t
+	 * itself); -ESRCH, -EINVAL for a @tid that is not @t.
+	 */
+	int (*slice_request)(struct umcg_task *t, pid_t tid, uint64_t slice_ns, int *fired);
 };
 
 extern const struct umcg__backend_ops umcg__emulated_ops;

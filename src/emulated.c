@@ -129,6 +129,7 @@ static void serve_reclaims(struct umcg__etask *srv);
 static void watch_poke(void);
 static int e_block_begin(void);
 static int e_block_end(void);
+static void slice_run_start(struct umcg__etask *e);
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
@@ -223,14 +224,20 @@ static int wait_running(struct umcg__etask *e, uint64_t deadline)
 {
 	struct umcg_task *ut = e->ut;
 	struct timespec ts, *tsp = NULL;
+	bool waited = false;
 	int realtime = 0;
 	uint32_t s;
 
 	for (;;) {
 		/* Pairs with the seq_cst CAS of whoever made us RUNNING. */
 		s = umcg__load(&ut->state, umcg__acquire);
-		if ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING)
+		if ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING) {
+			/* A worker's run starts: its slice timer for it. */
+			if (waited && e->worker)
+				slice_run_start(e);
 			return 0;
+		}
+		waited = true;
 		if (deadline) {
 			uint64_t now = now_ns(e->clock), abs;
 
@@ -290,6 +297,198 @@ static struct umcg__etask *server_of(struct umcg__etask *e)
 }
 
 /*
+ * Slice timers (UMCG_PREEMPT_TIMER in <umcg/runtime.h>). A server that
+ * preempts a worker at its slice end needs its own CPU for a moment while
+ * the worker runs, and on the emulation it then has to signal the worker:
+ * two wake-ups and a signal per preemption. Instead each worker owns a
+ * POSIX timer that signals the worker's own thread (SIGEV_THREAD_ID, the
+ * kick signal, SLICE_COOKIE as its value). Its server asks for a slice
+ * before it runs the worker (e_slice_request()); the worker itself arms
+ * the timer for a slice from the moment its run starts (slice_run_start(),
+ * from wait_running()) and disarms it when it blocks (e_block_begin()).
+ * When it fires, the handler finds `slice_live` due, sets TF_PREEMPT on its
+ * own state and goes the kick's way (return_to_user()): the worker is back
+ * on its server's list, and the server is woken once, as for a yield. The
+ * server keeps a backstop a slice later and preempts the old way if the
+ * timer's preemption did not land.
+ *
+ * Who touches what. `slice_req` is written by the server (release) and
+ * taken by the worker (exchange, acquire) as a run starts; the server's
+ * wake-up of the worker orders the two anyway. `slice_armed`, `slice_live`
+ * and the timer's setting belong to the worker's own thread; its handler
+ * is the only other reader or writer of `slice_live`, and runs on that
+ * thread (signal fences order them). Nothing here needs a lock, because
+ * every mistake a race can cause is a preemption lost or one too many,
+ * never a lost wake-up or a cut system call:
+ *   - The watcher disarms the timer of a worker it finds asleep
+ *     (detect_block(), from another thread, while `detected` is DECIDING,
+ *     which keeps the timer alive). It can race the worker's own arming at
+ *     a next run and win: that run is then preempted by its server's
+ *     backstop, a slice late.
+ *   - A stale expiry (a timer re-armed after its signal was generated)
+ *     finds `slice_live` not due and does nothing.
+ *   - A timer that fires while the worker sleeps in a call nobody
+ *     announced ends that call like a kick's signal would: the handler
+ *     takes the worker for blocked and resumes the call (resume_cut()).
+ * A worker never has its timer armed inside a region: e_block_begin()
+ * disarms it while `in_lib` is set, and an expiry pending by then is
+ * delivered on the way out of that timer_settime(), where in_lib makes the
+ * handler leave the worker alone (it is BLOCKED, so TF_PREEMPT cannot go
+ * in). A standard signal coalesces with a kick's, so the handler tests
+ * `slice_live` on every delivery, whatever siginfo says.
+ */
+#define SLICE_COOKIE 0x554d4347 /* "UMCG" */
+#ifndef sigev_notify_thread_id /* not named by every glibc */
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+#define SLICE_NONE UINT64_MAX /* slice_req: no request since the last run */
+
+enum {
+	SLICE_T_NONE,
+	SLICE_T_READY,
+	SLICE_T_FAILED
+};
+
+/* Create the calling worker's timer; false if the kernel refused one. */
+static bool slice_create(struct umcg__etask *e)
+{
+	struct sigevent sev;
+	int id = -1;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = KICK_SIGNAL;
+	sev.sigev_value.sival_int = SLICE_COOKIE;
+	sev.sigev_notify_thread_id = e->tid;
+	/* Raw: glibc's timer_create() keeps ids of its own for SIGEV_THREAD. */
+	if (umcg__syscall6(SYS_timer_create, e->clock, (long)&sev, (long)&id, 0, 0, 0)) {
+		/* EAGAIN: RLIMIT_SIGPENDING (each timer reserves a signal
+		 * entry) or no memory; the server preempts this one itself. */
+		umcg__store(&e->slice_tstate, SLICE_T_FAILED, umcg__release);
+		return false;
+	}
+	e->slice_timer = id;
+	/* Release: the watcher reads slice_timer after this (slice_off()). */
+	umcg__store(&e->slice_tstate, SLICE_T_READY, umcg__release);
+	return true;
+}
+
+/* Set timer @id to fire at @at (absolute; 0 = off). */
+static void slice_settime(int id, uint64_t at)
+{
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = (time_t)(at / 1000000000ull);
+	its.it_value.tv_nsec = (long)(at % 1000000000ull);
+	umcg__syscall6(SYS_timer_settime, id, at ? TIMER_ABSTIME : 0, (long)&its, 0, 0, 0);
+}
+
+/* The calling worker's timer, to @at (0 = off). */
+static void slice_set(struct umcg__etask *e, uint64_t at)
+{
+	if (at && umcg__load(&e->slice_tstate, umcg__relaxed) == SLICE_T_NONE && !slice_create(e))
+		return;
+	if (umcg__load(&e->slice_tstate, umcg__relaxed) != SLICE_T_READY)
+		return;
+	/* Before the setting: an expiry of the new deadline finds it. */
+	umcg__store(&e->slice_live, at, umcg__relaxed);
+	umcg__signal_fence();
+	e->slice_armed = at;
+	slice_settime(e->slice_timer, at);
+}
+
+/* A run of the calling worker starts (in_lib set): what its server asked,
+ * timed from now, so that a run that starts late still gets its slice. */
+static void slice_run_start(struct umcg__etask *e)
+{
+	uint64_t ns = umcg__xchg(&e->slice_req, SLICE_NONE, umcg__acquire), at = 0;
+
+	/* No request: a run its server did not start (a direct handoff), or
+	 * one it preempts itself. */
+	if (ns != SLICE_NONE && ns) {
+		at = now_ns(e->clock) + ns;
+		if (at < ns)
+			at = UINT64_MAX - 1;
+	}
+	if (at != e->slice_armed)
+		slice_set(e, at);
+}
+
+/*
+ * slice_stop() - the calling worker's run ends before its slice: an expiry
+ * of that slice delivered later (the timer stays armed until the next run
+ * sets it) is not due. Without this, a handler that runs late (as under
+ * ThreadSanitizer, which defers handlers to its next interceptor) could
+ * find the old slice due at the start of the next run and end that run at
+ * once, every time.
+ */
+static void slice_stop(struct umcg__etask *e)
+{
+	umcg__store(&e->slice_live, 0, umcg__relaxed);
+}
+
+/*
+ * slice_due() - has the calling worker's armed slice ended? Then it is
+ * taken (once). From the kick handler, on the worker's own thread.
+ */
+static bool slice_due(struct umcg__etask *e)
+{
+	uint64_t at = umcg__load(&e->slice_live, umcg__relaxed);
+
+	if (!at || now_ns(e->clock) < at)
+		return false;
+	umcg__store(&e->slice_live, 0, umcg__relaxed);
+	return true;
+}
+
+/*
+ * slice_preempt_self() - the slice of the calling worker ended: TF_PREEMPT
+ * on its own state, while it is RUNNING, as umcg_preempt() would set it;
+ * return_to_user() does the rest. Its server learns through `slice_fired`
+ * that the worker did not yield by itself.
+ */
+static void slice_preempt_self(struct umcg__etask *e)
+{
+	uint32_t s = umcg__load(&e->ut->state, umcg__relaxed);
+	int *fired;
+
+	while ((s & UMCG_TASK_MASK) == UMCG_TASK_RUNNING && !(s & UMCG_TF_PREEMPT)) {
+		if (umcg__cas(&e->ut->state, &s, s | UMCG_TF_PREEMPT, umcg__seq_cst)) {
+			/* Ordered before the push by the seq_cst CAS and
+			 * push of return_to_user(); the server reads it after
+			 * its take of the list. */
+			fired = umcg__load(&e->slice_fired, umcg__relaxed);
+			if (fired)
+				umcg__store(fired, 1, umcg__relaxed);
+			return;
+		}
+	}
+}
+
+/*
+ * slice_off() - from another thread (the watcher): disarm worker @t's
+ * timer. Only while @t's `detected` is DET_DECIDING and ours: then @t
+ * cannot finish unregistering (unregister_self() waits), so the id still
+ * names its timer.
+ */
+static void slice_off(struct umcg__etask *t)
+{
+	if (umcg__load(&t->slice_tstate, umcg__acquire) == SLICE_T_READY)
+		slice_settime(t->slice_timer, 0);
+}
+
+/* When the calling worker unregisters: its timer goes. */
+static void slice_delete(struct umcg__etask *e)
+{
+	if (umcg__load(&e->slice_tstate, umcg__relaxed) == SLICE_T_READY)
+		umcg__syscall6(SYS_timer_delete, e->slice_timer, 0, 0, 0, 0, 0);
+	umcg__store(&e->slice_tstate, SLICE_T_NONE, umcg__relaxed);
+	umcg__store(&e->slice_live, 0, umcg__relaxed);
+	e->slice_armed = 0;
+}
+
+/*
  * return_to_user() - what the kernel does before it returns to user space.
  *
  * Called with in_lib set. A worker in RUNNING|TF_PREEMPT is preempted: it
@@ -322,6 +521,7 @@ static void return_to_user(struct umcg__etask *e)
 			if (umcg__cas(&ut->state, &s,
 				      (s & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) | UMCG_TASK_RUNNABLE,
 				      umcg__seq_cst)) {
+				slice_stop(e);
 				stamp_runnable(e);
 				enqueue_self(e, srv);
 				wake_server(srv);
@@ -721,6 +921,8 @@ static bool detect_block(struct umcg__etask *t, pid_t tid, uint64_t cpu)
 			    (s & ~(UMCG_TASK_MASK | UMCG_TF_MASK)) | UMCG_TASK_BLOCKED,
 			    umcg__seq_cst));
 	umcg__store(&ut->blocked_ts, now_ns(t->clock), umcg__relaxed);
+	/* Its slice timer must not end the sleep ("Slice timers"). */
+	slice_off(t);
 	/* Release: a worker that sees DET_BLOCKED sees its state BLOCKED. */
 	umcg__store(&t->detected, DET_BLOCKED, umcg__release);
 	UMCG_TRACE1(block, tid);
@@ -1046,7 +1248,10 @@ static void watch_start(void)
  */
 static bool cut_short(void *uc)
 {
-#if defined(__x86_64__)
+	/* ThreadSanitizer defers handlers to a later point of its own and
+	 * passes the context of the delivery: the call has returned by then,
+	 * and resuming it there would restart whatever the thread did last. */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 	const greg_t *g = ((ucontext_t *)uc)->uc_mcontext.gregs;
 	const unsigned char *ip = (const unsigned char *)g[REG_RIP];
 
@@ -1070,13 +1275,30 @@ static void resume_cut(void *uc)
 {
 #if defined(__x86_64__)
 	greg_t *g = ((ucontext_t *)uc)->uc_mcontext.gregs;
+	struct umcg__etask *srv = self_task ? server_of(self_task) : NULL;
 	/* A worker the watcher already made BLOCKED stays so; reclaim()
 	 * takes it back afterwards. */
 	bool region = !e_block_begin();
 
+	/* A block nobody announced, caught by the signal: counted as the
+	 * watcher counts the ones it finds. */
+	if (region && srv)
+		umcg__fetch_add(&srv->unannounced, 1, umcg__relaxed);
+
 	g[REG_RAX] = umcg__syscall6(SYS_restart_syscall, 0, 0, 0, 0, 0, 0);
 	if (region)
 		e_block_end();
+#else
+	(void)uc;
+#endif
+}
+
+/* A call of a region (in_block set) was cut: restart it as it is. */
+static void resume_in_region(void *uc)
+{
+#if defined(__x86_64__)
+	((ucontext_t *)uc)->uc_mcontext.gregs[REG_RAX] =
+		umcg__syscall6(SYS_restart_syscall, 0, 0, 0, 0, 0, 0);
 #else
 	(void)uc;
 #endif
@@ -1098,6 +1320,8 @@ static void unregister_self(void)
 	while (umcg__load(&e->detected, umcg__seq_cst) == DET_DECIDING)
 		umcg__syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 	umcg__store(&e->detected, DET_NONE, umcg__relaxed);
+	/* No watcher uses the timer's id now (slice_off()). */
+	slice_delete(e);
 	probe_close_all(e->probe_tid, e->probe_fd);
 	umcg__registry_remove(e);
 	/* No reader of our task block is left when we return (pin()). */
@@ -1153,28 +1377,42 @@ static void kick_handler(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 	struct umcg__etask *e = self_task;
 	bool took = e && take_kicks(e);
+	/* A slice timer's expiry, ours or (coalesced with it) a kick's. */
+	bool timer = si->si_code == SI_TIMER && si->si_value.sival_int == SLICE_COOKIE;
+	bool due = e && e->worker && slice_due(e);
 	/* Sent by a kick, or by anyone once the queue limit dropped the
 	 * siginfo (then SI_USER from pid 0). */
 	bool ours = (si->si_code == SI_TKILL && si->si_pid == getpid()) ||
 		    (si->si_code == SI_USER && si->si_pid == 0);
+	bool in_lib, in_block, cut;
 
-	if (took) {
+	if (took || due || (e && timer)) {
 		/* in_lib set: the interrupted library call will run
 		 * return_to_user() itself. in_block set: the worker is
 		 * "in the kernel"; umcg_block_end() runs it. */
-		if (!umcg__load(&e->in_lib, umcg__seq_cst) &&
-		    !umcg__load(&e->in_block, umcg__relaxed)) {
+		in_lib = umcg__load(&e->in_lib, umcg__seq_cst);
+		in_block = umcg__load(&e->in_block, umcg__relaxed);
+		/* The signal met a system call the worker entered after a
+		 * kicker's probe, or one nobody announced that its slice
+		 * timer caught (see "Detection", "Slice timers"). */
+		cut = !in_lib && cut_short(uc);
+		/* A slice that ended while the worker ran (a sleep ends in
+		 * a region instead, below). */
+		if (due && !cut && !in_block && umcg__load(&e->detected, umcg__seq_cst) == DET_NONE)
+			slice_preempt_self(e);
+		if (!in_lib && !in_block) {
 			no_cancel(true, old);
-			/* The kick met a system call the worker entered after
-			 * the kicker's probe (see "Detection"). */
-			if (cut_short(uc))
+			if (cut)
 				resume_cut(uc);
 			enter_lib(e);
 			return_to_user(e);
 			no_cancel(false, old);
+		} else if (cut) {
+			/* A region's own call: it goes on where it was. */
+			resume_in_region(uc);
 		}
 	}
-	if (took && ours) {
+	if (timer || (took && ours)) {
 		/* Nothing of the program's. */
 	} else if (prev_action.sa_flags & SA_SIGINFO) {
 		if (prev_action.sa_sigaction)
@@ -1431,6 +1669,8 @@ static int e_wait(uint32_t flags, uint64_t abs_timeout)
 	}
 	stamp_runnable(e);
 	if (e->worker) {
+		/* The run ends here: its slice can no longer be due. */
+		slice_stop(e);
 		/* §5 rule 5 */
 		enqueue_self(e, srv);
 		if (next && !wake_task(ut_of(next))) {
@@ -1563,6 +1803,9 @@ static int e_block_begin(void)
 		return -EAGAIN;
 	}
 	umcg__store(&ut->blocked_ts, now_ns(e->clock), umcg__relaxed);
+	/* No slice timer in a region (see "Slice timers"). */
+	if (e->slice_armed)
+		slice_set(e, 0);
 	umcg__store(&e->in_block, 1, umcg__seq_cst);
 	/* The call in the region is the plain one (see umcg__intercept). */
 	e->saved_intercept = umcg__intercept;
@@ -1607,6 +1850,28 @@ static int e_kick_signal(void)
 	return KICK_SIGNAL;
 }
 
+/* Called by @t's server before it runs @t (see "Slice timers"). */
+static int e_slice_request(struct umcg_task *t, pid_t tid, uint64_t slice_ns, int *fired)
+{
+	struct umcg__etask *w = umcg__registry_lookup(tid);
+	int ret = 0;
+
+	if (!w || !pin(w, tid))
+		return -ESRCH;
+	if (ut_of(w) != t || !umcg__load(&w->worker, umcg__relaxed)) {
+		ret = -EINVAL;
+	} else if (slice_ns && umcg__load(&w->slice_tstate, umcg__acquire) == SLICE_T_FAILED) {
+		ret = -ENOTSUP;
+	} else {
+		umcg__store(&w->slice_fired, fired, umcg__relaxed);
+		/* A slice of SLICE_NONE would read as no request. */
+		umcg__store(&w->slice_req, slice_ns == SLICE_NONE ? SLICE_NONE - 1 : slice_ns,
+			    umcg__release);
+	}
+	unpin(w);
+	return ret;
+}
+
 const struct umcg__backend_ops umcg__emulated_ops = {
 	.name = "emulated",
 	.ctl = e_ctl,
@@ -1615,4 +1880,5 @@ const struct umcg__backend_ops umcg__emulated_ops = {
 	.block_begin = e_block_begin,
 	.block_end = e_block_end,
 	.kick_signal = e_kick_signal,
+	.slice_request = e_slice_request,
 };

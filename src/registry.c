@@ -85,6 +85,12 @@ struct umcg__etask *umcg__etask_alloc(void)
 	umcg__store(&e->reclaim_req, 0, umcg__relaxed);
 	umcg__store(&e->kick_cpu, 0, umcg__relaxed);
 	umcg__store(&e->unannounced, 0, umcg__relaxed);
+	/* UINT64_MAX: no request (emulated.c, SLICE_NONE). */
+	umcg__store(&e->slice_req, UINT64_MAX, umcg__relaxed);
+	umcg__store(&e->slice_live, 0, umcg__relaxed);
+	e->slice_armed = 0;
+	umcg__store(&e->slice_fired, NULL, umcg__relaxed);
+	umcg__store(&e->slice_tstate, 0, umcg__relaxed);
 	e->have_affinity = false;
 	e->synced_server = NULL;
 	e->free_next = NULL;

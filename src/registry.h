@@ -59,6 +59,13 @@ struct umcg__etask {
 	int m_mode;
 	int m_asks;
 	uint64_t m_cpu;
+	/* The slice timer of a worker (emulated.c, "Slice timers"). */
+	uint64_t slice_req; /* set by its server: the slice of its next run */
+	uint64_t slice_live; /* own thread: the armed deadline not yet taken */
+	uint64_t slice_armed; /* own thread: what the timer is set to (0: off) */
+	int *slice_fired; /* set by its server: stored 1 when a slice ends */
+	int slice_timer; /* the kernel's timer id, once slice_tstate is READY */
+	int slice_tstate; /* SLICE_T_*: written by the own thread only */
 	/* Every record ever allocated, newest first; never unlinked. */
 	struct umcg__etask *all_next;
 };

@@ -222,6 +222,8 @@ struct umcg_worker {
 	int in_rt; /* own thread only: inside a call that uses `staged` */
 	struct umcg_worker *staged; /* handed the CPU to on our next switch */
 	int preempt_sent; /* server-private: it kicked this worker */
+	int slice_fired; /* its slice timer preempted it (backend.h) */
+	bool timer_armed; /* server-private: its run has a slice timer */
 	int unparked; /* server-private: came back through unpark */
 	bool started; /* server-private: seen on a list before */
 	uint64_t t_pick; /* server-private: when it was last run */
@@ -260,6 +262,8 @@ struct umcg_rt {
 	int live; /* workers spawned and not yet joined or reaped */
 	int events; /* futex: bumped when `live` reaches 0 or a zombie comes */
 	struct umcg_worker *zombies; /* finished detached workers to join */
+	/* UMCG_PREEMPT_TIMER in use: the backend's slice_request(). */
+	int (*slice_request)(struct umcg_task *t, pid_t tid, uint64_t slice_ns, int *fired);
 	unsigned int rr;
 	cpu_set_t cpus;
 };
@@ -376,6 +380,24 @@ UMCG_API void umcg_worker_attr_init(struct umcg_worker_attr *attr)
 	attr->cpu = -1;
 }
 
+/* The ABI of struct umcg_rt_attr: `preempt` took a reserved slot. */
+_Static_assert(offsetof(struct umcg_rt_attr, preempt) == 48, "umcg_rt_attr.preempt moved");
+_Static_assert(sizeof(struct umcg_rt_attr) == 112, "umcg_rt_attr changed size");
+
+/* UMCG_PREEMPT_DEFAULT resolved: UMCG_PREEMPT in the environment, or -1 if
+ * it names no mode. */
+static int preempt_mode(int asked)
+{
+	const char *env;
+
+	if (asked != UMCG_PREEMPT_DEFAULT)
+		return asked;
+	env = getenv("UMCG_PREEMPT");
+	if (!env || !*env || !strcmp(env, "server"))
+		return UMCG_PREEMPT_SERVER;
+	return strcmp(env, "timer") ? -1 : UMCG_PREEMPT_TIMER;
+}
+
 static int rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr)
 {
 	struct umcg_rt_attr def;
@@ -391,6 +413,8 @@ static int rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr)
 	}
 	if (attr->nr_servers > MAX_SERVERS || !umcg__clock_valid(attr->clock) ||
 	    attr->server_priority < 0 || attr->server_priority > 99 ||
+	    attr->preempt < UMCG_PREEMPT_DEFAULT || attr->preempt > UMCG_PREEMPT_TIMER ||
+	    preempt_mode(attr->preempt) < 0 ||
 	    (attr->timeslice_ns && attr->timeslice_ns < UMCG_TIMESLICE_MIN_NS))
 		return -EINVAL;
 	if (attr->policy && (!attr->policy->create || !attr->policy->destroy ||
@@ -405,6 +429,9 @@ static int rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *attr)
 	if (!rt)
 		return -ENOMEM;
 	rt->attr = *attr;
+	rt->attr.preempt = preempt_mode(attr->preempt);
+	if (attr->timeslice_ns && rt->attr.preempt == UMCG_PREEMPT_TIMER)
+		rt->slice_request = umcg__backend(&ret)->slice_request;
 	rt->ops = attr->policy ? *attr->policy : umcg_policy_fifo;
 	rt->owner = umcg__load(&rt_pid, umcg__relaxed);
 	if (umcg__syscall6(SYS_sched_getaffinity, 0, sizeof(rt->cpus), (long)&rt->cpus, 0, 0, 0) <=
@@ -449,6 +476,15 @@ UMCG_API int umcg_rt_create(struct umcg_rt **rtp, const struct umcg_rt_attr *att
 
 	errno = saved;
 	return ret;
+}
+
+UMCG_API int umcg_rt_preempt_mode(const struct umcg_rt *rt)
+{
+	if (!rt)
+		return -EINVAL;
+	if (!rt->attr.timeslice_ns)
+		return 0;
+	return rt->slice_request ? UMCG_PREEMPT_TIMER : UMCG_PREEMPT_SERVER;
 }
 
 UMCG_API unsigned int umcg_rt_nr_servers(const struct umcg_rt *rt)
@@ -501,6 +537,11 @@ static enum umcg_enqueue_reason account_return(struct server *s, struct umcg_wor
 		if (rts > w->t_pick)
 			STAT_ADD(w->st.running_ns, rts - w->t_pick);
 	}
+	/* Its slice timer, if any, preempted it: the flag was stored before
+	 * the push that our take of the list saw. */
+	w->timer_armed = false;
+	if (umcg__load(&w->slice_fired, umcg__relaxed))
+		w->preempt_sent = umcg__xchg(&w->slice_fired, 0, umcg__relaxed);
 	if (w->preempt_sent) {
 		w->preempt_sent = 0;
 		if (why == UMCG_ENQ_YIELD) {
@@ -700,6 +741,8 @@ static void resolve_current(struct server *s)
 			return;
 		}
 		s->current = x;
+		/* It runs without a slice timer: we preempt it. */
+		x->timer_armed = false;
 		x->t_pick = clock_ns(rt->attr.clock);
 		/* A fresh slice from when we learnt of it. */
 		s->slice_end = add_sat(x->t_pick, rt->attr.timeslice_ns);
@@ -727,6 +770,40 @@ static bool overtime_ok(struct server *s, struct umcg_worker *c)
 }
 
 /*
+ * Slice timers (UMCG_PREEMPT_TIMER; emulated.c, "Slice timers"): before a
+ * worker's run, its server asks for the run to end a slice after it
+ * starts, and the worker's own timer preempts it there. Only when something else
+ * waits at the start of the run; otherwise the run may go into overtime,
+ * which only the server can judge, and the server preempts it as without
+ * timers. The server then keeps a backstop: it wakes a slice after the
+ * slice end and preempts the old way if the worker has not come back.
+ */
+static bool others_wait(struct server *s)
+{
+	struct umcg_rt *rt = s->rt;
+
+	return !rt->ops.nr_queued || rt->ops.nr_queued(rt->policy, s->idx) > 0 ||
+	       umcg__load(&s->task.runnable_workers_ptr, umcg__relaxed);
+}
+
+/* Ask for @w's timer for the run that starts now, a slice from the moment
+ * it really starts (never early); @none: cancel a request no run took. */
+static void request_slice(struct server *s, struct umcg_worker *w, bool none)
+{
+	struct umcg_rt *rt = s->rt;
+	uint64_t ns = none || s->slice_end == UINT64_MAX || !others_wait(s) ? 0 :
+									      rt->attr.timeslice_ns;
+
+	w->timer_armed = !rt->slice_request(&w->task, w->tid, ns, &w->slice_fired) && ns;
+}
+
+/* When server @s wants to hear of its run of @w ending at s->slice_end. */
+static uint64_t slice_deadline(const struct server *s, const struct umcg_worker *w)
+{
+	return w->timer_armed ? add_sat(s->slice_end, s->rt->attr.timeslice_ns) : s->slice_end;
+}
+
+/*
  * The current worker runs: preempt it if its slice is over and something
  * waits. @expired: our last wait was an overtime one and ran out. Return:
  * the deadline for our wait.
@@ -735,10 +812,10 @@ static uint64_t check_slice(struct server *s, bool expired)
 {
 	struct umcg_rt *rt = s->rt;
 	struct umcg_worker *c = s->current;
-	uint64_t now = clock_ns(rt->attr.clock);
+	uint64_t now = clock_ns(rt->attr.clock), end = slice_deadline(s, c);
 
-	if (now < s->slice_end)
-		return s->slice_end;
+	if (now < end)
+		return end;
 	if (overtime_ok(s, c)) {
 		s->overtime_wait = true;
 		return now + IDLE_BACKSTOP_NS;
@@ -747,6 +824,7 @@ static uint64_t check_slice(struct server *s, bool expired)
 	if (expired)
 		STAT_INC(s->st.missed_wakeups);
 	send_preempt(s, c);
+	c->timer_armed = false;
 	/* If the kick has not landed a slice from now, kick again. */
 	s->slice_end = add_sat(now, rt->attr.timeslice_ns);
 	return s->slice_end;
@@ -795,13 +873,15 @@ static void server_loop(struct server *s)
 			next->t_pick = clock_ns(clk);
 			if (slice)
 				s->slice_end = add_sat(next->t_pick, slice);
+			if (rt->slice_request)
+				request_slice(s, next, false);
 			wake_idle(s);
 		}
 		umcg__store(&s->overtime, 0, umcg__relaxed);
 		if (s->current && slice) {
 			deadline = check_slice(s, expired);
 		} else if (s->current || next) {
-			deadline = slice ? s->slice_end : 0;
+			deadline = slice ? slice_deadline(s, next) : 0;
 		} else {
 			deadline = clock_ns(clk) + IDLE_BACKSTOP_NS;
 			umcg__store(&s->idle, 1, umcg__seq_cst);
@@ -820,6 +900,10 @@ static void server_loop(struct server *s)
 				/* Not consumed: it goes back, next_tid is
 				 * cleared so it is never stale. */
 				umcg__store(&s->task.next_tid, 0, umcg__relaxed);
+				/* Nor is its slice request: a later run that
+				 * is not ours must not take it. */
+				if (rt->slice_request)
+					request_slice(s, next, true);
 				rt->ops.enqueue(rt->policy, s->idx, next, UMCG_ENQ_RETURN);
 			} else {
 				s->current = next;

@@ -91,6 +91,36 @@ struct umcg_policy_ops;
 #define UMCG_TIMESLICE_MIN_NS 10000ULL
 
 /**
+ * enum umcg_preempt_mode - who ends a worker's slice (umcg_rt_attr.preempt).
+ * @UMCG_PREEMPT_DEFAULT: UMCG_PREEMPT from the environment, else SERVER.
+ * @UMCG_PREEMPT_SERVER: the server sleeps until the slice end, wakes, and
+ *	preempts its worker with umcg_preempt(). Both backends.
+ * @UMCG_PREEMPT_TIMER: on the emulation, each worker gets a POSIX timer
+ *	(timer_create(2) on the runtime's clock, SIGEV_THREAD_ID) that fires
+ *	at its slice end when another worker waits at the start of its run;
+ *	it signals the worker itself (umcg_kick_signal()), which then preempts
+ *	itself. Its server sleeps on, with a backstop a slice later. A slice
+ *	end costs one wake-up and one signal less, and short slices hold
+ *	under SCHED_OTHER, where a server's own wake-up can be late by
+ *	milliseconds. Each timer reserves a queued signal of the user's
+ *	RLIMIT_SIGPENDING; a worker that gets none, a worker run by a direct
+ *	handoff, one that nothing waited for when its run started, and every
+ *	worker on the kernel backend (where umcg_preempt() costs no signal)
+ *	is preempted as with SERVER. A timer that fires while its worker
+ *	sleeps in a system call nobody announced ends that call, as a kick's
+ *	signal can (the README, "Blocking on the emulation"): the library
+ *	resumes it, except for the calls Linux never restarts after a signal
+ *	handler (epoll_wait(2), select(2), ppoll(2), pause(2), ...), which
+ *	then fail with EINTR. Workers that make those calls outside
+ *	<umcg/io.h> and libumcg-preload.so want SERVER.
+ */
+enum umcg_preempt_mode {
+	UMCG_PREEMPT_DEFAULT = 0,
+	UMCG_PREEMPT_SERVER = 1,
+	UMCG_PREEMPT_TIMER = 2,
+};
+
+/**
  * struct umcg_rt_attr - how to build a runtime; fill with umcg_rt_attr_init().
  * @nr_servers: number of servers; 0 = one per CPU in the affinity mask of the
  *	thread calling umcg_rt_create(). At most 1024.
@@ -114,6 +144,11 @@ struct umcg_policy_ops;
  *	the thread that calls umcg_rt_start(). 1-99: they run SCHED_FIFO at
  *	that priority, which needs CAP_SYS_NICE or an RLIMIT_RTPRIO at least
  *	as high (umcg_rt_start() fails with -EPERM otherwise).
+ * @preempt: how a slice end preempts (ignored by cooperative runtimes):
+ *	UMCG_PREEMPT_DEFAULT (0), UMCG_PREEMPT_SERVER or UMCG_PREEMPT_TIMER
+ *	(enum umcg_preempt_mode). The default is the environment variable
+ *	UMCG_PREEMPT ("server" or "timer") if set, else UMCG_PREEMPT_SERVER.
+ *	umcg_rt_preempt_mode() says which one a runtime uses.
  *
  * Why a server priority. On the emulation every worker is a kernel thread
  * on its server's CPU, and the server needs that CPU for a moment whenever
@@ -137,7 +172,10 @@ struct umcg_rt_attr {
 	clockid_t clock;
 	bool pin_servers;
 	int server_priority;
-	uint64_t __reserved[8];
+	int __pad0;
+	int preempt;
+	int __pad1;
+	uint64_t __reserved[7];
 };
 
 /**
@@ -224,6 +262,17 @@ UMCG_API int umcg_rt_destroy(struct umcg_rt *rt);
  * Context: any thread.
  */
 UMCG_API unsigned int umcg_rt_nr_servers(const struct umcg_rt *rt);
+
+/**
+ * umcg_rt_preempt_mode() - how @rt ends its workers' slices.
+ * @rt: the runtime, or NULL.
+ * Return: UMCG_PREEMPT_TIMER if its workers' slice timers can run on this
+ *  backend (a worker the kernel refuses a timer is still preempted by its
+ *  server), UMCG_PREEMPT_SERVER otherwise, 0 for a cooperative runtime;
+ *  -EINVAL for NULL.
+ * Context: any thread.
+ */
+UMCG_API int umcg_rt_preempt_mode(const struct umcg_rt *rt);
 
 /* ------------------------------------------------------------------------
  * Workers

@@ -229,6 +229,75 @@ static void spawn_with_attr(void)
 	runtime_scenario(2, &wa);
 }
 
+/*
+ * Slice timers: a hog and a peer that yields three times on one server
+ * with a 1 ms slice, UMCG_PREEMPT_TIMER. Each time the peer yields, the hog
+ * runs while the peer waits, so the hog's run asks for its timer, and the
+ * first one creates it: the timer_create() that may fail here. Whatever
+ * fails, the peer finishes (the server preempts the hog if its timer could
+ * not be had), and the hog stops once the peer is joined.
+ */
+static atomic_int hog_stop;
+
+static void *slice_hog(void *arg)
+{
+	while (!atomic_load(&hog_stop))
+		;
+	return arg;
+}
+
+static void *slice_peer(void *arg)
+{
+	for (int i = 0; i < 3; i++)
+		if (umcg_yield())
+			CHILD_FAIL("umcg_yield() failed in the peer");
+	return arg;
+}
+
+/* Join @w; a worker whose registration could not allocate never ran. */
+static void join_or_unregistered(struct umcg_worker *w)
+{
+	int ret = umcg_join(w, NULL);
+
+	if (ret && !(ret == -ENOMEM && strcmp(fault_what(fault_failed()), "calloc") == 0))
+		CHILD_FAIL("umcg_join() returned %d", ret);
+}
+
+static void slice_timers(void)
+{
+	struct umcg_worker *hog = NULL, *peer = NULL;
+	struct umcg_rt_attr ra;
+	struct umcg_rt *rt = NULL;
+	struct h_tids base;
+	int ret;
+
+	snapshot(&base);
+	atomic_store(&hog_stop, 0);
+	umcg_rt_attr_init(&ra);
+	ra.nr_servers = 1;
+	ra.timeslice_ns = 1000000;
+	ra.preempt = UMCG_PREEMPT_TIMER;
+	CALL(ret, umcg_rt_create(&rt, &ra));
+	if (ret)
+		MUST(umcg_rt_create(&rt, &ra));
+	CALL(ret, umcg_rt_start(rt));
+	if (ret)
+		MUST(umcg_rt_start(rt));
+	CALL(ret, umcg_spawn(rt, &hog, NULL, slice_hog, NULL));
+	if (ret)
+		MUST(umcg_spawn(rt, &hog, NULL, slice_hog, NULL));
+	CALL(ret, umcg_spawn(rt, &peer, NULL, slice_peer, NULL));
+	if (ret)
+		MUST(umcg_spawn(rt, &peer, NULL, slice_peer, NULL));
+	join_or_unregistered(peer);
+	atomic_store(&hog_stop, 1);
+	join_or_unregistered(hog);
+	MUST(umcg_rt_drain(rt));
+	MUST(umcg_rt_stop(rt));
+	expect_threads(&base, "after umcg_rt_stop");
+	MUST(umcg_rt_destroy(rt));
+}
+
 /* The emulation's first registration, from a thread of its own. */
 static void *register_main(void *arg)
 {
@@ -379,6 +448,12 @@ START_TEST(fault_spawn_attr)
 }
 END_TEST
 
+START_TEST(fault_slice_timers)
+{
+	run_scenario("a hog preempted by its slice timer", slice_timers);
+}
+END_TEST
+
 START_TEST(fault_first_registration)
 {
 	run_scenario("the emulation's first registration", first_registration);
@@ -408,6 +483,7 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, fault_one_server);
 	tcase_add_test(tc, fault_two_servers);
 	tcase_add_test(tc, fault_spawn_attr);
+	tcase_add_test(tc, fault_slice_timers);
 	tcase_add_test(tc, fault_first_registration);
 	suite_add_tcase(s, tc);
 	return s;

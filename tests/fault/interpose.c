@@ -16,7 +16,8 @@
  * segments (found with dl_iterate_phdr() by fault_init()). Calls made by
  * libc, Check or the test are never counted and never fail; libc's own
  * internal calls (the stack mmap() of pthread_create(), say) do not come
- * here at all. For syscall() only SYS_io_uring_setup is eligible.
+ * here at all. For syscall() only SYS_io_uring_setup and SYS_timer_create
+ * are eligible.
  *
  * Modes: FAULT_OFF; FAULT_COUNT counts eligible calls and remembers what
  * each one was; FAULT_FAIL makes the k-th eligible call fail the way libc
@@ -360,6 +361,11 @@ long syscall(long nr, ...)
 		return -1;
 	}
 #endif
+	/* The emulation's slice timers (raw: no glibc timer ids). */
+	if (nr == SYS_timer_create && inject("timer_create", __builtin_return_address(0))) {
+		errno = EAGAIN;
+		return -1;
+	}
 	RESOLVE(real_syscall, "syscall");
 	return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

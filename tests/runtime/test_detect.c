@@ -352,6 +352,13 @@ END_TEST
 
 /* ---- no call cut short under 1 ms preemption ---------------------------- */
 
+/* ThreadSanitizer runs signal handlers late, off the interrupted call. */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#else
+#define UNDER_TSAN 0
+#endif
+
 /*
  * A worker's sleep(3), nanosleep(), poll() and epoll_wait() with a timeout,
  * none of them wrapped, beside a worker that never yields, on one server
@@ -360,6 +367,14 @@ END_TEST
  * BLOCKED and the kick's CAS fails; on the emulation detection makes it
  * BLOCKED, and a kick before that looks at it first and finds it asleep.
  * Each call returns after its full time with its own result.
+ *
+ * With slice timers (UMCG_PREEMPT=timer, the test-detect.timer variant) the
+ * signal comes from the sleeper's own timer, which cannot look first: a
+ * slice that ends before detection does ends the call, and the handler
+ * resumes it. Calls that Linux never resumes after a handler (epoll_wait)
+ * then fail with EINTR, as <umcg/runtime.h> says; that one is only made
+ * there, not checked. Under ThreadSanitizer no call can be resumed (its
+ * handlers run after the call has returned), so the case is skipped.
  */
 static atomic_int hog_running;
 
@@ -378,9 +393,10 @@ static void *full_time_sleeper(void *arg)
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct pollfd pfd;
 	int p[2], ep;
+	bool timer = arg != NULL;
 	uint64_t t0;
+	int r;
 
-	(void)arg;
 	ck_assert_int_eq(pipe(p), 0);
 	ep = epoll_create1(0);
 	ck_assert_int_ge(ep, 0);
@@ -400,8 +416,11 @@ static void *full_time_sleeper(void *arg)
 	EXPECT(h_now(CLOCK_MONOTONIC) - t0 >= 300 * MS, "poll returned early");
 
 	t0 = h_now(CLOCK_MONOTONIC);
-	EXPECT(epoll_wait(ep, &ev, 1, 300) == 0, "epoll_wait: %s", strerror(errno));
-	EXPECT(h_now(CLOCK_MONOTONIC) - t0 >= 300 * MS, "epoll_wait returned early");
+	r = epoll_wait(ep, &ev, 1, 300);
+	if (!timer) {
+		EXPECT(r == 0, "epoll_wait: %s", strerror(errno));
+		EXPECT(h_now(CLOCK_MONOTONIC) - t0 >= 300 * MS, "epoll_wait returned early");
+	}
 
 	close(ep);
 	close(p[0]);
@@ -416,12 +435,20 @@ START_TEST(full_time_under_preemption)
 	struct umcg_server_stats st;
 	void *done = NULL;
 
+	bool timer = umcg_rt_preempt_mode(rt) == UMCG_PREEMPT_TIMER;
+
+	if (timer && UNDER_TSAN) {
+		fprintf(stderr, "full_time_under_preemption: slice timers under "
+				"ThreadSanitizer cannot resume a call, skipped\n");
+		rt_end(rt);
+		return;
+	}
 	STORE(&stop, 0);
 	/* The hog first: the sleeper gets the server only by a preemption,
 	 * and whenever it falls asleep the hog waits to be run. */
 	ck_assert_int_eq(umcg_spawn(rt, &h, NULL, hog, NULL), 0);
 	WAIT_UNTIL(LOAD(&hog_running));
-	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, full_time_sleeper, NULL), 0);
+	ck_assert_int_eq(umcg_spawn(rt, &w, NULL, full_time_sleeper, timer ? (void *)1 : NULL), 0);
 	ck_assert_int_eq(umcg_join(w, &done), 0);
 	STORE(&stop, 1);
 	ck_assert_int_eq(umcg_join(h, NULL), 0);
