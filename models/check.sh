@@ -6,11 +6,12 @@
 #   models/check.sh MODEL SCOPE KIND [-DNAME...]
 #
 # MODEL  abi (abi.pml), rt (rt.pml), sync (sync.pml), chan (chan.pml),
-#        detect (detect.pml) or pin (pin.pml)
+#        detect (detect.pml), pin (pin.pml) or slice (slice.pml)
 # SCOPE  1x3 or 2x2 (servers x workers); abi also takes 2x4 (stress);
 #        sync takes 3x2 and 2x3 (threads x rounds), chan takes select,
 #        detect takes 1x2 (one worker, two deciders), pin takes 2x2 (two
-#        owners of one record, two readers); these safety only
+#        owners of one record, two readers), slice takes 3runs (one worker,
+#        three runs); these safety only
 # KIND   safety    assertions and invalid end states (lost wake-ups)
 #        liveness  under weak fairness: abi, non-progress cycles (-DNP,
 #                  pan -l -f); rt, acceptance cycles of its LTL claim
@@ -27,7 +28,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 if [ $# -lt 3 ]; then
-	echo "usage: $0 abi|rt|sync|chan|detect|pin 1x3|2x2|2x4|3x2|2x3|select|1x2 safety|liveness [-DNAME...]" >&2
+	echo "usage: $0 abi|rt|sync|chan|detect|pin|slice 1x3|2x2|2x4|3x2|2x3|select|1x2|3runs safety|liveness [-DNAME...]" >&2
 	exit 2
 fi
 model="$1" scope="$2" kind="$3"
@@ -54,6 +55,7 @@ sync/2x3) defs=(-DNT=2 -DNROUNDS=3) ;;
 chan/select) defs=() ;;
 detect/1x2) defs=() ;;
 pin/2x2) defs=() ;;
+slice/3runs) defs=(-DNRUNS=3) ;;
 *)
 	echo "unknown model/scope $model/$scope" >&2
 	exit 2

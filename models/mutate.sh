@@ -6,7 +6,7 @@
 #
 #   models/mutate.sh [NAME...]     (default: every mutant)
 #
-# Each mutant is a -D switch of abi.pml, rt.pml, sync.pml, chan.pml, detect.pml or pin.pml, named after the C line
+# Each mutant is a -D switch of abi.pml, rt.pml, sync.pml, chan.pml, detect.pml, pin.pml or slice.pml, named after the C line
 # it mirrors, with the scope and the check that should kill it. A mutant is
 # killed when check.sh finds an error (exit 1). Prints "N of N mutants
 # killed"; exits 1 if any survived or a check could not complete, 77 when
@@ -48,6 +48,8 @@ mutants=(
 	"R_DETECTION_REACHABLE|detect 1x2 safety|not a mutant: asserts that no detection happens, so the model must reach one"
 	"M_PIN_RESET|pin 2x2 safety|registry.c umcg__etask_alloc(): pins = 0 stored on a reused record"
 	"M_PIN_NO_RECHECK|pin 2x2 safety|emulated.c pin(): the re-read of tid after the increment removed"
+	"M_SLICE_NO_STOP|slice 3runs safety|emulated.c e_wait(): slice_stop() removed, a late handler finds an old slice due"
+	"M_SLICE_NO_DISARM|slice 3runs safety|emulated.c e_block_begin(): the slice timer is not disarmed"
 )
 
 if ! command -v spin >/dev/null 2>&1; then
