@@ -141,6 +141,7 @@ struct options {
 	unsigned int repeat;
 	int rt_priority; /* SCHED_FIFO priority of the submitter */
 	int server_priority; /* umcg_rt_attr.server_priority */
+	int preempt; /* umcg_rt_attr.preempt */
 };
 
 /* One task of a schedule: when it arrives (ns after the start), how long. */
@@ -367,6 +368,8 @@ static uint64_t process_cpu_ns(void)
 static unsigned int ncpus; /* in the affinity mask */
 static int rt_priority; /* what is in force: --rt-priority, or 0 */
 static int server_priority; /* what is in force: --server-priority, or 0 */
+static int preempt; /* --preempt */
+static int preempt_used; /* umcg_rt_preempt_mode() of the preemptive runtimes */
 
 /* The calling thread to SCHED_FIFO at rt_priority (@on), or back. */
 static void submitter_rt(bool on)
@@ -634,6 +637,9 @@ static void usage(FILE *f)
 		   "                     (default 0 = SCHED_OTHER; falls back to 0 if denied)\n"
 		   "  --server-priority P  umcg_rt_attr.server_priority of both runtimes\n"
 		   "                     (default 0; falls back to 0 if denied)\n"
+		   "  --preempt MODE     server or timer: umcg_rt_attr.preempt of the\n"
+		   "                     preemptive runtimes and the meter (default:\n"
+		   "                     UMCG_PREEMPT, else server)\n"
 		   "  --repeat R         runs; medians reported (default 3)\n"
 		   "  --quick            a short smoke run (1500 tasks, batch 500, R=1;\n"
 		   "                     meter W=20, N=2)\n"
@@ -656,6 +662,7 @@ static void parse_args(int argc, char **argv, struct options *opt)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "rt-priority", required_argument, NULL, 'R' },
 		{ "server-priority", required_argument, NULL, 'V' },
+		{ "preempt", required_argument, NULL, 'M' },
 		{ "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -674,6 +681,7 @@ static void parse_args(int argc, char **argv, struct options *opt)
 	opt->repeat = 3;
 	opt->rt_priority = 0;
 	opt->server_priority = 0;
+	opt->preempt = UMCG_PREEMPT_DEFAULT;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -713,6 +721,9 @@ static void parse_args(int argc, char **argv, struct options *opt)
 		case 'V':
 			opt->server_priority = (int)parse_u64("--server-priority", optarg, 0, 99);
 			break;
+		case 'M':
+			opt->preempt = parse_preempt(optarg);
+			break;
 		case 'q':
 			opt->tasks = 1500;
 			opt->batch = 500;
@@ -745,9 +756,12 @@ static struct umcg_rt *make_rt(uint64_t slice_ns)
 	umcg_rt_attr_init(&attr);
 	attr.timeslice_ns = slice_ns;
 	attr.server_priority = server_priority;
+	attr.preempt = preempt;
 	ret = umcg_rt_create(&rt, &attr);
 	if (ret)
 		die_err("umcg_rt_create", ret);
+	if (slice_ns)
+		preempt_used = umcg_rt_preempt_mode(rt);
 	ret = umcg_rt_start(rt);
 	if (ret == -EPERM && server_priority) {
 		fprintf(stderr, "SCHED_FIFO denied: the servers run SCHED_OTHER\n");
@@ -919,6 +933,7 @@ int main(int argc, char **argv)
 	ns_per_round = spin_calibrate();
 	rt_priority = opt.rt_priority;
 	server_priority = opt.server_priority;
+	preempt = opt.preempt;
 	rts[MODE_COOP] = make_rt(0);
 	for (i = 0; i < NR_SLICES; i++)
 		rts[slices[i].mode] = make_rt(slices[i].slice_us * NSEC_PER_USEC);
@@ -963,6 +978,7 @@ int main(int argc, char **argv)
 	}
 	slice_meter_init(ns_per_round);
 	opt.meter.server_priority = server_priority;
+	opt.meter.preempt = preempt;
 	for (i = 0; i < NR_SLICES; i++)
 		slice_meter_measure(&opt.meter, slices[i].slice_us, &fig[i]);
 
@@ -985,6 +1001,8 @@ int main(int argc, char **argv)
 	json_close(&j, ']');
 	json_u64(&j, "submitter_rt_priority", (uint64_t)rt_priority);
 	json_u64(&j, "server_priority", (uint64_t)server_priority);
+	json_str(&j, "preempt", preempt_name(preempt_used));
+	json_str(&j, "meter_preempt", preempt_name(opt.meter.preempt_used));
 	json_double(&j, "load", opt.load, 2);
 	json_double(&j, "offered_tasks_per_s", rate, 0);
 	json_u64(&j, "tasks", opt.tasks);

@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <umcg/runtime.h>
+
 #define NSEC_PER_USEC 1000ull
 #define NSEC_PER_MSEC 1000000ull
 #define NSEC_PER_SEC 1000000000ull
@@ -113,6 +115,29 @@ static inline double parse_double(const char *opt, const char *s, double min, do
 		exit(2);
 	}
 	return v;
+}
+
+/*
+ * parse_preempt() - the argument of --preempt ("server" or "timer") as a
+ * umcg_rt_attr.preempt value, or exit(2).
+ */
+static inline int parse_preempt(const char *s)
+{
+	if (!strcmp(s, "server"))
+		return UMCG_PREEMPT_SERVER;
+	if (!strcmp(s, "timer"))
+		return UMCG_PREEMPT_TIMER;
+	fprintf(stderr, "%s: --preempt wants server or timer, not '%s'\n",
+		program_invocation_short_name, s);
+	exit(2);
+}
+
+/* The name of what umcg_rt_preempt_mode() returned, for the report. */
+static inline const char *preempt_name(int mode)
+{
+	return mode == UMCG_PREEMPT_TIMER  ? "timer" :
+	       mode == UMCG_PREEMPT_SERVER ? "server" :
+					     "none";
 }
 
 /* ---- time ------------------------------------------------------------------ */

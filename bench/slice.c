@@ -37,6 +37,8 @@ static void usage(FILE *f)
 		"  --pairs N             off/on window pairs per figure; medians reported\n"
 		"                        (default 10)\n"
 		"  --server-priority P   SCHED_FIFO servers at P, if allowed (default 0)\n"
+		"  --preempt MODE        server or timer: umcg_rt_attr.preempt (default:\n"
+		"                        UMCG_PREEMPT, else server)\n"
 		"  --quick               a short smoke run (W=20, N=2)\n"
 		"  --help                this text\n"
 		"Prints one JSON object on standard output, progress on standard error.\n");
@@ -48,6 +50,7 @@ static void parse_args(int argc, char **argv, struct slice_meter *opt)
 		{ "window-ms", required_argument, NULL, 'w' },
 		{ "pairs", required_argument, NULL, 'n' },
 		{ "server-priority", required_argument, NULL, 'p' },
+		{ "preempt", required_argument, NULL, 'm' },
 		{ "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -57,6 +60,7 @@ static void parse_args(int argc, char **argv, struct slice_meter *opt)
 	opt->window_ms = 100;
 	opt->pairs = 10;
 	opt->server_priority = 0;
+	opt->preempt = UMCG_PREEMPT_DEFAULT;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
@@ -67,6 +71,9 @@ static void parse_args(int argc, char **argv, struct slice_meter *opt)
 			break;
 		case 'p':
 			opt->server_priority = (int)parse_u64("--server-priority", optarg, 0, 99);
+			break;
+		case 'm':
+			opt->preempt = parse_preempt(optarg);
 			break;
 		case 'q':
 			opt->window_ms = 20;
@@ -107,6 +114,7 @@ int main(int argc, char **argv)
 	json_str(&j, "backend", umcg_backend_name(backend));
 	json_str(&j, "backend_reason", umcg_backend_reason());
 	json_int(&j, "cpu", slice_meter_cpu());
+	json_str(&j, "preempt", preempt_name(opt.preempt_used));
 	json_u64(&j, "window_ms", opt.window_ms);
 	json_u64(&j, "pairs", opt.pairs);
 	json_int(&j, "server_priority", opt.server_priority);

@@ -296,7 +296,7 @@ static void leave_cpu(void)
 	pin_self(c);
 }
 
-static struct umcg_rt *make_rt(uint64_t slice_ns, int *prio)
+static struct umcg_rt *make_rt(uint64_t slice_ns, int *prio, int preempt)
 {
 	struct umcg_rt_attr attr;
 	struct umcg_rt *rt;
@@ -306,6 +306,7 @@ static struct umcg_rt *make_rt(uint64_t slice_ns, int *prio)
 	attr.nr_servers = 1;
 	attr.timeslice_ns = slice_ns;
 	attr.server_priority = *prio;
+	attr.preempt = preempt;
 	/* Server 0 goes on the first CPU of the mask of the thread that
 	 * starts it: the full mask, for the measured CPU. */
 	if (sched_setaffinity(0, sizeof(full_mask), &full_mask))
@@ -319,7 +320,7 @@ static struct umcg_rt *make_rt(uint64_t slice_ns, int *prio)
 		/* Not allowed SCHED_FIFO here: the report says 0. */
 		*prio = 0;
 		umcg_rt_destroy(rt);
-		return make_rt(slice_ns, prio);
+		return make_rt(slice_ns, prio, preempt);
 	}
 	if (ret)
 		die_err("umcg_rt_start", ret);
@@ -327,7 +328,7 @@ static struct umcg_rt *make_rt(uint64_t slice_ns, int *prio)
 }
 
 /* Per pair: CPU lost per preemption and the mean achieved slice, in us. */
-static void rt_run(const struct slice_meter *opt, uint64_t slice_ns, int *prio, double *cost,
+static void rt_run(struct slice_meter *opt, uint64_t slice_ns, int *prio, double *cost,
 		   double *achieved)
 {
 	struct counter *pc[2] = { &rt_counter[0], &rt_counter[1] };
@@ -339,7 +340,8 @@ static void rt_run(const struct slice_meter *opt, uint64_t slice_ns, int *prio, 
 	unsigned int p;
 	int ret, i;
 
-	sj.rt = make_rt(slice_ns, prio);
+	sj.rt = make_rt(slice_ns, prio, opt->preempt);
+	opt->preempt_used = umcg_rt_preempt_mode(sj.rt);
 	if (umcg_rt_server_stats(sj.rt, 0, &ss))
 		die("umcg_rt_server_stats failed");
 	if (ss.cpu != cpu)
@@ -447,7 +449,7 @@ void slice_meter_measure(struct slice_meter *m, uint64_t period_us, struct slice
 	fprintf(stderr, "%" PRIu64 " us: timer floor, %u pairs of %" PRIu64 " ms...\n", period_us,
 		m->pairs, m->window_ms);
 	floor_run(m, ns, f->timer_floor_us_pairs);
-	fprintf(stderr, "%" PRIu64 " us: today's preemption, %u pairs of %" PRIu64 " ms...\n",
+	fprintf(stderr, "%" PRIu64 " us: the runtime's preemption, %u pairs of %" PRIu64 " ms...\n",
 		period_us, m->pairs, m->window_ms);
 	rt_run(m, ns, &m->server_priority, f->preempt_cost_us_pairs, f->achieved_slice_us_pairs);
 	if (sched_setaffinity(0, sizeof(full_mask), &full_mask))

@@ -17,6 +17,8 @@ struct slice_meter {
 	unsigned int pairs; /* off/on window pairs; medians are reported */
 	int server_priority; /* SCHED_FIFO servers at this, if allowed; set to
 			      * 0 by the measurement where it is denied */
+	int preempt; /* umcg_rt_attr.preempt */
+	int preempt_used; /* set by the measurement: umcg_rt_preempt_mode() */
 };
 
 /* The figures for one period. The *_pairs arrays hold one entry per pair
