@@ -171,6 +171,7 @@
 
 #include "atomics.h"
 #include "backend.h"
+#include "rt_sync.h"
 #include "syscall.h"
 #include "trace.h"
 
@@ -608,6 +609,7 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 	umcg_runnable_for_each(t, tmp, list) {
 		struct umcg_worker *w = (struct umcg_worker *)t;
 		enum umcg_enqueue_reason why;
+		bool ask;
 
 		if (w == s->current)
 			s->current = NULL;
@@ -633,11 +635,20 @@ static void handle_list(struct server *s, struct umcg_task *list, struct umcg_wo
 		}
 		if (why == UMCG_ENQ_YIELD)
 			STAT_INC(s->st.yields);
+		ask = (why == UMCG_ENQ_NEW || why == UMCG_ENQ_WAKE) && s->current &&
+		      !s->wake_preempt && (rt->ops.flags & UMCG_POLICY_F_WAKE_PREEMPT) &&
+		      rt->ops.preempts;
+		/* Once enqueued, @w can be stolen by another server, run, finish
+		 * and be freed by its joiner before preempts() reads it: a hold
+		 * keeps it (see "Holds"). @s->current runs here and cannot. */
+		if (ask)
+			umcg__worker_hold(w);
 		rt->ops.enqueue(rt->policy, s->idx, w, why);
-		if ((why == UMCG_ENQ_NEW || why == UMCG_ENQ_WAKE) && s->current &&
-		    !s->wake_preempt && (rt->ops.flags & UMCG_POLICY_F_WAKE_PREEMPT) &&
-		    rt->ops.preempts && rt->ops.preempts(rt->policy, s->idx, w, s->current))
-			s->wake_preempt = true;
+		if (ask) {
+			if (rt->ops.preempts(rt->policy, s->idx, w, s->current))
+				s->wake_preempt = true;
+			umcg__worker_put(w);
+		}
 	}
 }
 
