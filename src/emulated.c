@@ -1264,6 +1264,19 @@ static bool cut_short(void *uc)
 #endif
 }
 
+/* A cut call, in a region already (in_block set, or opened by resume_cut()):
+ * restart it with restart_syscall(2) and put its result where the
+ * interrupted code reads it. */
+static void resume_in_region(void *uc)
+{
+#if defined(__x86_64__)
+	((ucontext_t *)uc)->uc_mcontext.gregs[REG_RAX] =
+		umcg__syscall6(SYS_restart_syscall, 0, 0, 0, 0, 0, 0);
+#else
+	(void)uc;
+#endif
+}
+
 /*
  * resume_cut() - the kick signal ended the system call it met (cut_short()).
  * Resume the call with restart_syscall(2), BLOCKED while it sleeps, and put
@@ -1273,8 +1286,6 @@ static bool cut_short(void *uc)
  */
 static void resume_cut(void *uc)
 {
-#if defined(__x86_64__)
-	greg_t *g = ((ucontext_t *)uc)->uc_mcontext.gregs;
 	struct umcg__etask *srv = self_task ? server_of(self_task) : NULL;
 	/* A worker the watcher already made BLOCKED stays so; reclaim()
 	 * takes it back afterwards. */
@@ -1284,24 +1295,9 @@ static void resume_cut(void *uc)
 	 * watcher counts the ones it finds. */
 	if (region && srv)
 		umcg__fetch_add(&srv->unannounced, 1, umcg__relaxed);
-
-	g[REG_RAX] = umcg__syscall6(SYS_restart_syscall, 0, 0, 0, 0, 0, 0);
+	resume_in_region(uc);
 	if (region)
 		e_block_end();
-#else
-	(void)uc;
-#endif
-}
-
-/* A call of a region (in_block set) was cut: restart it as it is. */
-static void resume_in_region(void *uc)
-{
-#if defined(__x86_64__)
-	((ucontext_t *)uc)->uc_mcontext.gregs[REG_RAX] =
-		umcg__syscall6(SYS_restart_syscall, 0, 0, 0, 0, 0, 0);
-#else
-	(void)uc;
-#endif
 }
 
 /* ---- process-wide set-up ----------------------------------------------- */
