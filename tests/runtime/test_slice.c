@@ -81,11 +81,22 @@ static int kick_timers(void)
 
 /* ---- the mode and its checks --------------------------------------------- */
 
+/* A runtime built from @attr reports @want, and goes. */
+static void expect_mode(const struct umcg_rt_attr *attr, int want)
+{
+	struct umcg_rt *rt = NULL;
+
+	ck_assert_int_eq(umcg_rt_create(&rt, attr), 0);
+	ck_assert_int_eq(umcg_rt_preempt_mode(rt), want);
+	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+}
+
 START_TEST(mode_reported)
 {
 	struct umcg_rt_attr attr;
 	struct umcg_rt *rt = NULL, *keep = (struct umcg_rt *)&attr;
 	int bad[] = { -1, 3, 100 };
+	int timer_or_server = emulated() ? UMCG_PREEMPT_TIMER : UMCG_PREEMPT_SERVER;
 	size_t i;
 
 	unsetenv("UMCG_PREEMPT");
@@ -100,33 +111,19 @@ START_TEST(mode_reported)
 	}
 	/* Cooperative: no mode. */
 	attr.preempt = UMCG_PREEMPT_TIMER;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_int_eq(umcg_rt_preempt_mode(rt), 0);
-	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+	expect_mode(&attr, 0);
 	/* Asked for, and what the backend makes of it. */
 	attr.timeslice_ns = SLICE_NS;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_int_eq(umcg_rt_preempt_mode(rt),
-			 emulated() ? UMCG_PREEMPT_TIMER : UMCG_PREEMPT_SERVER);
-	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+	expect_mode(&attr, timer_or_server);
 	attr.preempt = UMCG_PREEMPT_SERVER;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_int_eq(umcg_rt_preempt_mode(rt), UMCG_PREEMPT_SERVER);
-	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+	expect_mode(&attr, UMCG_PREEMPT_SERVER);
 	/* The default follows UMCG_PREEMPT; an explicit mode wins over it. */
 	attr.preempt = UMCG_PREEMPT_DEFAULT;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_int_eq(umcg_rt_preempt_mode(rt), UMCG_PREEMPT_SERVER);
-	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+	expect_mode(&attr, UMCG_PREEMPT_SERVER);
 	setenv("UMCG_PREEMPT", "timer", 1);
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_int_eq(umcg_rt_preempt_mode(rt),
-			 emulated() ? UMCG_PREEMPT_TIMER : UMCG_PREEMPT_SERVER);
-	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+	expect_mode(&attr, timer_or_server);
 	attr.preempt = UMCG_PREEMPT_SERVER;
-	ck_assert_int_eq(umcg_rt_create(&rt, &attr), 0);
-	ck_assert_int_eq(umcg_rt_preempt_mode(rt), UMCG_PREEMPT_SERVER);
-	ck_assert_int_eq(umcg_rt_destroy(rt), 0);
+	expect_mode(&attr, UMCG_PREEMPT_SERVER);
 	attr.preempt = UMCG_PREEMPT_DEFAULT;
 	setenv("UMCG_PREEMPT", "sometimes", 1);
 	rt = keep;
